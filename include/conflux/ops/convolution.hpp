@@ -1,0 +1,24 @@
+// N-D convolution (1-D/2-D/3-D) in ONNX's NCHW form: input [N, C, spatial...], weights
+// [K, C/group, kernel...]; output [N, K, out spatial...]. Any input strides (so an NHWC-ordered
+// input is just an input with permuted strides).
+#pragma once
+
+#include "conflux/ir/operation.hpp"
+
+namespace conflux::op {
+
+struct convolution {
+    std::vector<std::size_t> padding;  // 2*nd values: all begins, then all ends
+    std::vector<std::size_t> stride;   // nd values
+    std::vector<std::size_t> dilation; // nd values
+    std::size_t group = 1;
+
+    std::string name() const { return "convolution"; }
+    nlohmann::json attributes() const;
+    op_traits traits() const { return {.anchor = true}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const convolution&) const = default;
+};
+
+} // namespace conflux::op

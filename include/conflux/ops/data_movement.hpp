@@ -1,0 +1,54 @@
+// Ops that move data without arithmetic and cannot be views: concat, pad, gather.
+#pragma once
+
+#include "conflux/ir/operation.hpp"
+
+#include <cstdint>
+
+namespace conflux::op {
+
+struct concat {
+    std::int64_t axis = 0; // non-negative
+    std::string name() const { return "concat"; }
+    nlohmann::json attributes() const { return {{"axis", axis}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const concat&) const = default;
+};
+
+enum class pad_mode { constant, reflect, edge };
+
+// pads: 2*rank values, all begins then all ends (ONNX order), non-negative.
+struct pad {
+    std::vector<std::int64_t> pads;
+    float value = 0;
+    pad_mode mode = pad_mode::constant;
+    std::string name() const { return "pad"; }
+    nlohmann::json attributes() const;
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const pad&) const = default;
+};
+
+// ONNX Gather: out = data indexed along `axis` by an integer indices tensor (negative indices
+// count from the end; out-of-range indices are a user error at evaluation).
+struct gather {
+    std::int64_t axis = 0; // non-negative
+    std::string name() const { return "gather"; }
+    nlohmann::json attributes() const { return {{"axis", axis}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const gather&) const = default;
+};
+
+// ONNX GatherElements.
+struct gather_elements {
+    std::int64_t axis = 0; // non-negative
+    std::string name() const { return "gather_elements"; }
+    nlohmann::json attributes() const { return {{"axis", axis}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const gather_elements&) const = default;
+};
+
+} // namespace conflux::op

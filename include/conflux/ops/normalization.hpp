@@ -1,0 +1,32 @@
+// Inference-time normalisations.
+#pragma once
+
+#include "conflux/ir/operation.hpp"
+
+namespace conflux::op {
+
+// y = scale * (x - mean) / sqrt(var + epsilon) + bias, per channel (axis 1).
+// Inputs: x [N, C, ...], scale [C], bias [C], mean [C], var [C].
+struct batch_norm {
+    float epsilon = 1e-5f;
+    std::string name() const { return "batch_normalization"; }
+    nlohmann::json attributes() const { return {{"epsilon", epsilon}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const batch_norm&) const = default;
+};
+
+// Normalises over axes [axis, rank): y = (x - mean) / sqrt(var + epsilon) * scale (+ bias).
+// Inputs: x, scale (lens = x.lens[axis:]), optional bias (same lens). Statistics in f32 (f64 for
+// f64 inputs).
+struct layer_norm {
+    std::int64_t axis = -1; // normalised (non-negative) by the importer
+    float epsilon = 1e-5f;
+    std::string name() const { return "layer_normalization"; }
+    nlohmann::json attributes() const { return {{"axis", axis}, {"epsilon", epsilon}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const layer_norm&) const = default;
+};
+
+} // namespace conflux::op

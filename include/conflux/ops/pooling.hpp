@@ -1,0 +1,27 @@
+// Max / average pooling over the spatial axes of [N, C, spatial...]. Global pooling is pooling
+// whose window is the whole spatial extent (the importer fills `lengths`).
+#pragma once
+
+#include "conflux/ir/operation.hpp"
+
+namespace conflux::op {
+
+enum class pooling_mode { max, average };
+
+struct pooling {
+    pooling_mode mode = pooling_mode::max;
+    std::vector<std::size_t> lengths;  // window, nd values
+    std::vector<std::size_t> stride;   // nd values
+    std::vector<std::size_t> padding;  // 2*nd: begins then ends
+    std::vector<std::size_t> dilation; // nd values
+    bool ceil_mode = false;
+    bool count_include_pad = false; // average only
+
+    std::string name() const { return mode == pooling_mode::max ? "max_pool" : "average_pool"; }
+    nlohmann::json attributes() const;
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const pooling&) const = default;
+};
+
+} // namespace conflux::op

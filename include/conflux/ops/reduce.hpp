@@ -1,0 +1,51 @@
+// Reductions over a set of axes, softmax and arg-reductions.
+#pragma once
+
+#include "conflux/ir/operation.hpp"
+
+#include <cstdint>
+
+namespace conflux::op {
+
+enum class reduce_kind { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square };
+
+// axes normalised (non-negative, sorted, unique); empty axes means all axes unless
+// noop_with_empty_axes. Reduced axes are kept with len 1 when keepdims.
+struct reduce {
+    reduce_kind kind = reduce_kind::sum;
+    std::vector<std::int64_t> axes;
+    bool keepdims = true;
+    bool noop_with_empty_axes = false;
+    std::string name() const;
+    nlohmann::json attributes() const;
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const reduce&) const = default;
+};
+
+// softmax / log_softmax along one axis (opset >= 13 semantics; the importer rewrites the older
+// flatten-to-2-D semantics with reshapes).
+struct softmax {
+    std::int64_t axis = -1; // non-negative
+    bool log = false;
+    std::string name() const { return log ? "log_softmax" : "softmax"; }
+    nlohmann::json attributes() const { return {{"axis", axis}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const softmax&) const = default;
+};
+
+// argmax / argmin along one axis, i64 result.
+struct arg_reduce {
+    bool max = true;
+    std::int64_t axis = 0; // non-negative
+    bool keepdims = true;
+    bool select_last_index = false;
+    std::string name() const { return max ? "argmax" : "argmin"; }
+    nlohmann::json attributes() const;
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const arg_reduce&) const = default;
+};
+
+} // namespace conflux::op

@@ -1,0 +1,105 @@
+// View ops: the output aliases input 0 with new lens/strides whenever the input's strides allow
+// (always for transpose, broadcast, squeeze, unsqueeze, slice with positive steps; for reshape
+// and flatten when the input's layout is compatible). Where a view is impossible the reference
+// evaluation copies; compute_shape says which by the strides it returns.
+#pragma once
+
+#include "conflux/ir/operation.hpp"
+
+#include <cstdint>
+
+namespace conflux::op {
+
+// lens: the new lens, all known (the importer resolves 0 and -1).
+struct reshape {
+    dims lens;
+    std::string name() const { return "reshape"; }
+    nlohmann::json attributes() const { return {{"dims", lens}}; }
+    op_traits traits() const { return {.view = true}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const reshape&) const = default;
+};
+
+// output axis i is input axis permutation[i].
+struct transpose {
+    std::vector<std::int64_t> permutation;
+    std::string name() const { return "transpose"; }
+    nlohmann::json attributes() const { return {{"permutation", permutation}}; }
+    op_traits traits() const { return {.view = true}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const transpose&) const = default;
+};
+
+// axes: normalised (non-negative), each of len 1.
+struct squeeze {
+    std::vector<std::int64_t> axes;
+    std::string name() const { return "squeeze"; }
+    nlohmann::json attributes() const { return {{"axes", axes}}; }
+    op_traits traits() const { return {.view = true}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const squeeze&) const = default;
+};
+
+// axes: positions in the output (non-negative).
+struct unsqueeze {
+    std::vector<std::int64_t> axes;
+    std::string name() const { return "unsqueeze"; }
+    nlohmann::json attributes() const { return {{"axes", axes}}; }
+    op_traits traits() const { return {.view = true}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const unsqueeze&) const = default;
+};
+
+// 2-D result: [prod(lens[:axis]), prod(lens[axis:])].
+struct flatten {
+    std::int64_t axis = 1;
+    std::string name() const { return "flatten"; }
+    nlohmann::json attributes() const { return {{"axis", axis}}; }
+    op_traits traits() const { return {.view = true}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const flatten&) const = default;
+};
+
+// Numpy-style broadcast to out_lens (input right-aligned; len-1 or missing axes get stride 0).
+struct broadcast {
+    dims out_lens;
+    std::string name() const { return "broadcast"; }
+    nlohmann::json attributes() const { return {{"out_lens", out_lens}}; }
+    op_traits traits() const { return {.view = true}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const broadcast&) const = default;
+};
+
+// ONNX Slice semantics on the given axes (starts/ends clamped as ONNX does, negative values
+// counted from the end). A view when every step is positive; a copy otherwise.
+struct slice {
+    std::vector<std::int64_t> axes;
+    std::vector<std::int64_t> starts;
+    std::vector<std::int64_t> ends;
+    std::vector<std::int64_t> steps; // empty means all 1
+    std::string name() const { return "slice"; }
+    nlohmann::json attributes() const;
+    op_traits traits() const;
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const slice&) const = default;
+};
+
+// A standard-layout copy of its input.
+struct contiguous {
+    std::string name() const { return "contiguous"; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const contiguous&) const = default;
+};
+
+// Numpy broadcasting of several lens; throws user_error naming `who` when incompatible.
+dims broadcast_lens(const std::string& who, const std::vector<dims>& lens);
+
+} // namespace conflux::op

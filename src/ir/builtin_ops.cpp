@@ -1,0 +1,28 @@
+#include "conflux/ir/builtin_ops.hpp"
+
+namespace conflux::op {
+
+shape param::compute_shape(const std::vector<shape>& in) const {
+    check_input_count("@param", in, 0);
+    return shape_;
+}
+
+argument param::eval(const shape&, const std::vector<argument>&) const {
+    throw_internal_error("@param ", name_, " is bound by the evaluator, not evaluated");
+}
+
+shape literal::compute_shape(const std::vector<shape>& in) const {
+    check_input_count("@literal", in, 0);
+    return value.get_shape();
+}
+
+shape return_op::compute_shape(const std::vector<shape>& in) const {
+    if (in.empty()) return {};
+    return in.front();
+}
+
+argument return_op::eval(const shape&, const std::vector<argument>&) const {
+    throw_internal_error("@return is handled by the evaluator");
+}
+
+} // namespace conflux::op

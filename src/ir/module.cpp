@@ -1,0 +1,238 @@
+#include "conflux/ir/module.hpp"
+
+#include <algorithm>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+namespace conflux {
+
+shape module::compute_shape(const operation& op, const std::vector<instruction_ref>& inputs,
+                            const std::vector<module*>& modules) const {
+    std::vector<shape> shapes;
+    shapes.reserve(inputs.size());
+    for (auto* in : inputs) {
+        CONFLUX_ASSERT(in != nullptr, "null input to ", op.name());
+        shapes.push_back(in->get_shape());
+    }
+    std::vector<const module*> mods(modules.begin(), modules.end());
+    return op.compute_shape(shapes, mods);
+}
+
+void module::link(instruction_ref ins) {
+    for (auto* in : ins->inputs_) {
+        auto& outs = in->outputs_;
+        if (std::find(outs.begin(), outs.end(), ins) == outs.end()) outs.push_back(ins);
+    }
+}
+
+void module::unlink(instruction_ref ins) {
+    for (auto* in : ins->inputs_) {
+        auto& outs = in->outputs_;
+        outs.erase(std::remove(outs.begin(), outs.end(), ins), outs.end());
+    }
+}
+
+std::list<instruction>::iterator module::find(instruction_ref ins) {
+    CONFLUX_ASSERT(ins->parent_ == this, "instruction ", ins->name(), " is not in module ", name_);
+    return ins->self_;
+}
+
+bool module::contains(instruction_ref ins) const { return ins && ins->parent_ == this; }
+
+instruction_ref module::insert_instruction(instruction_ref pos, const operation& op,
+                                           std::vector<instruction_ref> inputs,
+                                           std::vector<module*> modules) {
+    for (auto* in : inputs)
+        CONFLUX_ASSERT(contains(in), "input of ", op.name(), " is not in module ", name_);
+    auto s = compute_shape(op, inputs, modules);
+    auto where = pos ? find(pos) : instructions_.end();
+    auto it = instructions_.emplace(where, op, std::move(inputs), std::move(modules), s);
+    it->parent_ = this;
+    it->self_ = it;
+    link(&*it);
+    return &*it;
+}
+
+instruction_ref module::add_instruction(const operation& op, std::vector<instruction_ref> inputs,
+                                        std::vector<module*> modules) {
+    // Keep the return last: new instructions go in front of it.
+    return insert_instruction(get_return(), op, std::move(inputs), std::move(modules));
+}
+
+instruction_ref module::add_parameter(const std::string& name, const shape& s) {
+    CONFLUX_USER_CHECK(get_parameter(name) == nullptr, "module ", name_,
+                       ": duplicate parameter name '", name, "'");
+    return add_instruction(op::param{name, s}, {});
+}
+
+instruction_ref module::add_literal(argument value) {
+    return add_instruction(op::literal{std::move(value)}, {});
+}
+
+instruction_ref module::add_return(std::vector<instruction_ref> values,
+                                   std::vector<std::string> names) {
+    CONFLUX_ASSERT(get_return() == nullptr, "module ", name_, " already has a return");
+    CONFLUX_ASSERT(names.empty() || names.size() == values.size(), "return names/values differ");
+    return insert_instruction(nullptr, op::return_op{std::move(names)}, std::move(values));
+}
+
+void module::replace_instruction(instruction_ref ins, const operation& op,
+                                 std::vector<instruction_ref> inputs,
+                                 std::vector<module*> modules, bool allow_shape_change) {
+    auto s = compute_shape(op, inputs, modules);
+    CONFLUX_ASSERT(allow_shape_change || ins->is_return() || s == ins->get_shape(),
+                   "replacing ", ins->name(), " with ", op.name(), " changes its shape from ",
+                   conflux::to_string(ins->get_shape()), " to ", conflux::to_string(s));
+    unlink(ins);
+    ins->op_ = op;
+    ins->inputs_ = std::move(inputs);
+    ins->modules_ = std::move(modules);
+    ins->shape_ = s;
+    link(ins);
+}
+
+void module::replace_all_uses(instruction_ref old_ins, instruction_ref new_ins) {
+    if (old_ins == new_ins) return;
+    CONFLUX_ASSERT(old_ins->get_shape() == new_ins->get_shape() || old_ins->outputs().empty(),
+                   "replace_all_uses: shape ", conflux::to_string(old_ins->get_shape()), " vs ",
+                   conflux::to_string(new_ins->get_shape()));
+    auto users = old_ins->outputs_;
+    for (auto* user : users) {
+        unlink(user);
+        std::replace(user->inputs_.begin(), user->inputs_.end(), old_ins, new_ins);
+        link(user);
+    }
+}
+
+void module::remove_instruction(instruction_ref ins) {
+    CONFLUX_ASSERT(ins->outputs().empty(), "removing ", ins->name(), " which still has users");
+    auto it = find(ins);
+    unlink(ins);
+    instructions_.erase(it);
+}
+
+void module::move_instruction(instruction_ref ins, instruction_ref pos) {
+    auto it = find(ins);
+    auto where = pos ? find(pos) : instructions_.end();
+    instructions_.splice(where, instructions_, it);
+}
+
+std::vector<instruction_ref> module::parameters() const {
+    std::vector<instruction_ref> out;
+    for (auto& ins : instructions_)
+        if (ins.is_param()) out.push_back(const_cast<instruction_ref>(&ins));
+    return out;
+}
+
+instruction_ref module::get_parameter(const std::string& name) const {
+    for (auto& ins : instructions_)
+        if (auto* p = ins.get_operator().get_if<op::param>(); p && p->name_ == name)
+            return const_cast<instruction_ref>(&ins);
+    return nullptr;
+}
+
+instruction_ref module::get_return() const {
+    if (instructions_.empty() || !instructions_.back().is_return()) return nullptr;
+    return const_cast<instruction_ref>(&instructions_.back());
+}
+
+std::vector<std::string> module::output_names() const {
+    std::vector<std::string> names;
+    auto* ret = get_return();
+    if (!ret) return names;
+    names = ret->get_operator().get_if<op::return_op>()->names;
+    if (names.empty())
+        for (std::size_t i = 0; i < ret->inputs().size(); ++i)
+            names.push_back("output" + std::to_string(i));
+    return names;
+}
+
+void module::validate() const {
+    std::set<const instruction*> seen;
+    auto names = print_names();
+    std::size_t returns = 0;
+    for (auto& ins : instructions_) {
+        auto where = [&] { return "module " + name_ + ": " + names.at(&ins) + " (" + ins.name() + ")"; };
+        CONFLUX_ASSERT(ins.parent_ == this, where(), " has the wrong parent");
+        for (auto* in : ins.inputs()) {
+            CONFLUX_ASSERT(seen.count(in) != 0, where(), " uses an input defined later or elsewhere");
+            const auto& outs = in->outputs();
+            CONFLUX_ASSERT(std::find(outs.begin(), outs.end(), &ins) != outs.end(), where(),
+                           " is missing from its input's users");
+        }
+        for (auto* out : ins.outputs()) {
+            const auto& ins_of_user = out->inputs();
+            CONFLUX_ASSERT(std::find(ins_of_user.begin(), ins_of_user.end(), &ins) !=
+                               ins_of_user.end(),
+                           where(), " lists a user that does not use it");
+        }
+        if (ins.is_return()) {
+            ++returns;
+            CONFLUX_ASSERT(&ins == &instructions_.back(), where(), " is not last");
+        }
+        std::vector<shape> shapes;
+        for (auto* in : ins.inputs()) shapes.push_back(in->get_shape());
+        std::vector<const module*> mods(ins.module_inputs().begin(), ins.module_inputs().end());
+        shape recomputed;
+        try {
+            recomputed = ins.get_operator().compute_shape(shapes, mods);
+        } catch (const std::exception& e) {
+            throw_internal_error(where(), ": shape no longer computes: ", e.what());
+        }
+        CONFLUX_ASSERT(recomputed == ins.get_shape(), where(), " has shape ",
+                       conflux::to_string(ins.get_shape()), " but computes ",
+                       conflux::to_string(recomputed));
+        seen.insert(&ins);
+    }
+    CONFLUX_ASSERT(returns <= 1, "module ", name_, " has ", returns, " returns");
+}
+
+std::map<const instruction*, std::string> module::print_names() const {
+    std::map<const instruction*, std::string> names;
+    std::size_t n = 0;
+    for (auto& ins : instructions_) {
+        if (auto* p = ins.get_operator().get_if<op::param>())
+            names[&ins] = "%" + p->name_;
+        else
+            names[&ins] = "@" + std::to_string(n);
+        ++n;
+    }
+    return names;
+}
+
+void module::print(std::ostream& os) const {
+    auto names = print_names();
+    os << "module " << name_ << " {\n";
+    for (auto& ins : instructions_) {
+        os << "  ";
+        if (!ins.is_return()) os << names.at(&ins) << " = ";
+        if (ins.is_param())
+            os << "@param";
+        else
+            os << ins.get_operator().to_string();
+        if (!ins.inputs().empty()) {
+            os << "(";
+            for (std::size_t i = 0; i < ins.inputs().size(); ++i)
+                os << (i ? ", " : "") << names.at(ins.inputs()[i]);
+            os << ")";
+        }
+        if (!ins.module_inputs().empty()) {
+            os << " [";
+            for (std::size_t i = 0; i < ins.module_inputs().size(); ++i)
+                os << (i ? ", " : "") << ins.module_inputs()[i]->name();
+            os << "]";
+        }
+        if (!ins.is_return()) os << " -> " << conflux::to_string(ins.get_shape());
+        os << "\n";
+    }
+    os << "}\n";
+}
+
+std::string module::to_string() const {
+    std::ostringstream os;
+    print(os);
+    return os.str();
+}
+
+} // namespace conflux

@@ -1,0 +1,31 @@
+#include "conflux/ir/program.hpp"
+
+#include <sstream>
+
+namespace conflux {
+
+module& program::create_module(const std::string& name) {
+    CONFLUX_ASSERT(modules_.count(name) == 0, "module ", name, " already exists");
+    auto& m = modules_[name];
+    m = std::make_unique<module>(name);
+    return *m;
+}
+
+module* program::get_module(const std::string& name) const {
+    auto it = modules_.find(name);
+    return it == modules_.end() ? nullptr : it->second.get();
+}
+
+void program::validate() const {
+    for (const auto& [name, m] : modules_) m->validate();
+}
+
+std::string program::to_string() const {
+    std::ostringstream os;
+    for (const auto& [name, m] : modules_)
+        if (name != "main") m->print(os);
+    main().print(os);
+    return os.str();
+}
+
+} // namespace conflux

@@ -1,0 +1,6 @@
+#include <iostream>
+
+int main() {
+    std::cout << "conflux\n";
+    return 0;
+}
