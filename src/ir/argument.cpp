@@ -18,11 +18,23 @@ argument argument::view(const shape& s, std::size_t offset) const {
 argument argument::contiguous() const {
     if (shape_.standard()) return *this;
     argument out{shape_.as_standard()};
-    std::size_t esize = size_of(shape_.type());
     std::size_t n = shape_.elements();
-    for (std::size_t i = 0; i < n; ++i)
-        std::memcpy(out.data() + i * esize, data_.get() + shape_.index_of_element(i) * esize,
-                    esize);
+    if (n == 0) return out;
+    // Copy row by row along the innermost axis so the per-element work is one strided load.
+    std::size_t inner = shape_.lens().back();
+    std::size_t inner_stride = shape_.strides().back();
+    std::size_t rows = n / inner;
+    visit_storage(shape_.type(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* src = typed<T>();
+        T* dst = out.typed<T>();
+        for (std::size_t r = 0; r < rows; ++r) {
+            const T* row = src + shape_.index_of_element(r * inner);
+            T* o = dst + r * inner;
+            for (std::size_t i = 0; i < inner; ++i)
+                o[i] = row[i * inner_stride];
+        }
+    });
     return out;
 }
 
@@ -40,7 +52,8 @@ std::string to_string(const argument& a, std::size_t max_values) {
     visit_compute(a.get_shape().type(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         auto values = to_vector<T>(a.view(a.get_shape()));
-        for (std::size_t i = 0; i < n; ++i) os << (i ? ", " : "") << values[i];
+        for (std::size_t i = 0; i < n; ++i)
+            os << (i ? ", " : "") << values[i];
     });
     if (a.get_shape().elements() > n) os << ", ...";
     os << "}";

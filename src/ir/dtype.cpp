@@ -29,6 +29,8 @@ bool is_floating(dtype t) {
     return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16 || t == dtype::f64;
 }
 
-bool is_integral(dtype t) { return !is_floating(t); }
+bool is_integral(dtype t) {
+    return !is_floating(t);
+}
 
 } // namespace conflux

@@ -38,7 +38,9 @@ std::list<instruction>::iterator module::find(instruction_ref ins) {
     return ins->self_;
 }
 
-bool module::contains(instruction_ref ins) const { return ins && ins->parent_ == this; }
+bool module::contains(instruction_ref ins) const {
+    return ins && ins->parent_ == this;
+}
 
 instruction_ref module::insert_instruction(instruction_ref pos, const operation& op,
                                            std::vector<instruction_ref> inputs,
@@ -78,11 +80,11 @@ instruction_ref module::add_return(std::vector<instruction_ref> values,
 }
 
 void module::replace_instruction(instruction_ref ins, const operation& op,
-                                 std::vector<instruction_ref> inputs,
-                                 std::vector<module*> modules, bool allow_shape_change) {
+                                 std::vector<instruction_ref> inputs, std::vector<module*> modules,
+                                 bool allow_shape_change) {
     auto s = compute_shape(op, inputs, modules);
-    CONFLUX_ASSERT(allow_shape_change || ins->is_return() || s == ins->get_shape(),
-                   "replacing ", ins->name(), " with ", op.name(), " changes its shape from ",
+    CONFLUX_ASSERT(allow_shape_change || ins->is_return() || s == ins->get_shape(), "replacing ",
+                   ins->name(), " with ", op.name(), " changes its shape from ",
                    conflux::to_string(ins->get_shape()), " to ", conflux::to_string(s));
     unlink(ins);
     ins->op_ = op;
@@ -153,10 +155,13 @@ void module::validate() const {
     auto names = print_names();
     std::size_t returns = 0;
     for (auto& ins : instructions_) {
-        auto where = [&] { return "module " + name_ + ": " + names.at(&ins) + " (" + ins.name() + ")"; };
+        auto where = [&] {
+            return "module " + name_ + ": " + names.at(&ins) + " (" + ins.name() + ")";
+        };
         CONFLUX_ASSERT(ins.parent_ == this, where(), " has the wrong parent");
         for (auto* in : ins.inputs()) {
-            CONFLUX_ASSERT(seen.count(in) != 0, where(), " uses an input defined later or elsewhere");
+            CONFLUX_ASSERT(seen.count(in) != 0, where(),
+                           " uses an input defined later or elsewhere");
             const auto& outs = in->outputs();
             CONFLUX_ASSERT(std::find(outs.begin(), outs.end(), &ins) != outs.end(), where(),
                            " is missing from its input's users");
@@ -172,7 +177,8 @@ void module::validate() const {
             CONFLUX_ASSERT(&ins == &instructions_.back(), where(), " is not last");
         }
         std::vector<shape> shapes;
-        for (auto* in : ins.inputs()) shapes.push_back(in->get_shape());
+        for (auto* in : ins.inputs())
+            shapes.push_back(in->get_shape());
         std::vector<const module*> mods(ins.module_inputs().begin(), ins.module_inputs().end());
         shape recomputed;
         try {

@@ -11,8 +11,7 @@ std::string operation::to_string() const {
 void check_input_count(const std::string& op, const std::vector<shape>& inputs, std::size_t lo,
                        std::size_t hi) {
     if (inputs.size() < lo || inputs.size() > hi) {
-        if (lo == hi)
-            throw_user_error(op, ": expects ", lo, " input(s), got ", inputs.size());
+        if (lo == hi) throw_user_error(op, ": expects ", lo, " input(s), got ", inputs.size());
         throw_user_error(op, ": expects ", lo, " to ", hi, " inputs, got ", inputs.size());
     }
 }

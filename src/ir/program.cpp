@@ -17,7 +17,8 @@ module* program::get_module(const std::string& name) const {
 }
 
 void program::validate() const {
-    for (const auto& [name, m] : modules_) m->validate();
+    for (const auto& [name, m] : modules_)
+        m->validate();
 }
 
 std::string program::to_string() const {

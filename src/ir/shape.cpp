@@ -28,7 +28,8 @@ std::size_t shape::elements() const {
 std::size_t shape::element_space() const {
     if (elements() == 0) return 0;
     std::size_t last = 0;
-    for (std::size_t i = 0; i < lens_.size(); ++i) last += (lens_[i] - 1) * strides_[i];
+    for (std::size_t i = 0; i < lens_.size(); ++i)
+        last += (lens_[i] - 1) * strides_[i];
     return last + 1;
 }
 
@@ -56,7 +57,9 @@ bool shape::packed() const {
     return true;
 }
 
-bool shape::transposed() const { return packed() && !standard(); }
+bool shape::transposed() const {
+    return packed() && !standard();
+}
 
 bool shape::broadcasted() const {
     for (std::size_t i = 0; i < lens_.size(); ++i)
@@ -66,7 +69,8 @@ bool shape::broadcasted() const {
 
 std::size_t shape::index(const dims& idx) const {
     std::size_t off = 0;
-    for (std::size_t i = 0; i < idx.size(); ++i) off += idx[i] * strides_[i];
+    for (std::size_t i = 0; i < idx.size(); ++i)
+        off += idx[i] * strides_[i];
     return off;
 }
 
@@ -90,7 +94,8 @@ dims shape::multi_index(std::size_t i) const {
 
 std::string to_string(const dims& d) {
     std::string s;
-    for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    for (std::size_t i = 0; i < d.size(); ++i)
+        s += (i ? "," : "") + std::to_string(d[i]);
     return s;
 }
 

@@ -9,24 +9,27 @@ namespace {
 std::vector<argument> evaluate_positional(const module& m, const std::vector<argument>& args);
 
 const eval_context& reference_context() {
-    static const eval_context ctx{
-        [](const module& sub, const std::vector<argument>& args) {
-            return evaluate_positional(sub, args);
-        }};
+    static const eval_context ctx{[](const module& sub, const std::vector<argument>& args) {
+        return evaluate_positional(sub, args);
+    }};
     return ctx;
 }
 
 std::vector<argument> run(const module& m,
                           const std::function<argument(const instruction&)>& bind_param) {
     // Values die after their last use so peak memory follows the graph's width, not its length.
+    // Counted per input slot: mul(x, x) uses x twice and must not free it after the first.
     std::unordered_map<const instruction*, std::size_t> remaining_uses;
-    for (const auto& ins : m) remaining_uses[&ins] = ins.outputs().size();
+    for (const auto& ins : m)
+        for (auto* in : ins.inputs())
+            ++remaining_uses[in];
 
     std::unordered_map<const instruction*, argument> values;
     for (const auto& ins : m) {
         if (ins.is_return()) {
             std::vector<argument> results;
-            for (auto* in : ins.inputs()) results.push_back(values.at(in));
+            for (auto* in : ins.inputs())
+                results.push_back(values.at(in));
             return results;
         }
         argument result;
@@ -35,9 +38,9 @@ std::vector<argument> run(const module& m,
         } else {
             std::vector<argument> inputs;
             inputs.reserve(ins.inputs().size());
-            for (auto* in : ins.inputs()) inputs.push_back(values.at(in));
-            std::vector<const module*> mods(ins.module_inputs().begin(),
-                                            ins.module_inputs().end());
+            for (auto* in : ins.inputs())
+                inputs.push_back(values.at(in));
+            std::vector<const module*> mods(ins.module_inputs().begin(), ins.module_inputs().end());
             result = ins.get_operator().eval(ins.get_shape(), inputs, mods, reference_context());
             CONFLUX_ASSERT(result.get_shape().lens() == ins.get_shape().lens() &&
                                result.get_shape().type() == ins.get_shape().type(),
@@ -65,7 +68,8 @@ std::vector<argument> evaluate_positional(const module& m, const std::vector<arg
     CONFLUX_ASSERT(params.size() == args.size(), "module ", m.name(), " takes ", params.size(),
                    " arguments, given ", args.size());
     std::unordered_map<const instruction*, std::size_t> position;
-    for (std::size_t i = 0; i < params.size(); ++i) position[params[i]] = i;
+    for (std::size_t i = 0; i < params.size(); ++i)
+        position[params[i]] = i;
     return run(m, [&](const instruction& ins) {
         const auto& a = args.at(position.at(&ins));
         check_bound(ins, a);

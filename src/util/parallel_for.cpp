@@ -12,8 +12,8 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size
                   std::size_t grain) {
     if (n == 0) return;
     std::size_t workers = std::max(1u, std::thread::hardware_concurrency());
-    workers = std::min(workers, (n + std::max<std::size_t>(grain, 1) - 1) /
-                                    std::max<std::size_t>(grain, 1));
+    workers = std::min(workers,
+                       (n + std::max<std::size_t>(grain, 1) - 1) / std::max<std::size_t>(grain, 1));
     if (workers <= 1) {
         f(0, n);
         return;
@@ -40,7 +40,8 @@ void parallel_for(std::size_t n, const std::function<void(std::size_t, std::size
         std::lock_guard lock(error_mutex);
         if (!error) error = std::current_exception();
     }
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+        t.join();
     if (error) std::rethrow_exception(error);
 }
 

@@ -40,7 +40,8 @@ TEST(shape, len_one_axes_do_not_affect_standardness) {
 
 TEST(shape, multi_index_round_trips) {
     shape s{dtype::i64, {2, 3, 4}};
-    for (std::size_t i = 0; i < s.elements(); ++i) EXPECT_EQ(s.index(s.multi_index(i)), i);
+    for (std::size_t i = 0; i < s.elements(); ++i)
+        EXPECT_EQ(s.index(s.multi_index(i)), i);
 }
 
 TEST(shape, printing) {

@@ -47,10 +47,16 @@ template <class T> std::vector<T> to_vector(const argument& a) {
         using S = typename decltype(tag)::type;
         const S* p = a.typed<S>();
         if (s.standard()) {
-            for (std::size_t i = 0; i < out.size(); ++i) out[i] = convert_value<T>(p[i]);
-        } else {
             for (std::size_t i = 0; i < out.size(); ++i)
-                out[i] = convert_value<T>(p[s.index_of_element(i)]);
+                out[i] = convert_value<T>(p[i]);
+        } else if (!out.empty()) {
+            // Row by row along the innermost axis: one index computation per row.
+            std::size_t inner = s.lens().back(), inner_stride = s.strides().back();
+            for (std::size_t r = 0; r < out.size(); r += inner) {
+                const S* row = p + s.index_of_element(r);
+                for (std::size_t i = 0; i < inner; ++i)
+                    out[r + i] = convert_value<T>(row[i * inner_stride]);
+            }
         }
     });
     return out;
@@ -64,7 +70,8 @@ template <class T> argument from_vector(dtype type, const dims& lens, std::span<
     visit_storage(type, [&](auto tag) {
         using S = typename decltype(tag)::type;
         S* p = a.typed<S>();
-        for (std::size_t i = 0; i < values.size(); ++i) p[i] = convert_value<S>(values[i]);
+        for (std::size_t i = 0; i < values.size(); ++i)
+            p[i] = convert_value<S>(values[i]);
     });
     return a;
 }

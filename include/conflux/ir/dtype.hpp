@@ -37,9 +37,7 @@ std::size_t size_of(dtype t);
 bool is_floating(dtype t);
 bool is_integral(dtype t); // bool counts as integral
 
-template <class T> struct dtype_tag {
-    using type = T;
-};
+template <class T> struct dtype_tag { using type = T; };
 
 // Calls f(dtype_tag<storage type>{}) for the storage type of t.
 template <class F> decltype(auto) visit_storage(dtype t, F&& f) {

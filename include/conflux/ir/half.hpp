@@ -57,7 +57,7 @@ inline std::uint16_t float16::from_float(float f) {
     auto u = std::bit_cast<std::uint32_t>(f);
     std::uint16_t sign = std::uint16_t((u >> 16) & 0x8000u);
     std::uint32_t abs = u & 0x7fffffffu;
-    if (abs > 0x7f800000u) return std::uint16_t(sign | 0x7e00u); // NaN
+    if (abs > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);  // NaN
     if (abs >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u); // rounds to inf
     if (abs < 0x38800000u) {
         // Result is subnormal (or zero): scale so that the half's LSB is 1.0 and let the float

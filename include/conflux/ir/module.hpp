@@ -52,10 +52,10 @@ public:
     std::size_t size() const { return instructions_.size(); }
     bool contains(instruction_ref ins) const;
 
-    std::vector<instruction_ref> parameters() const; // in order of appearance
+    std::vector<instruction_ref> parameters() const;              // in order of appearance
     instruction_ref get_parameter(const std::string& name) const; // nullptr when absent
     instruction_ref get_return() const;                           // nullptr when absent
-    std::vector<std::string> output_names() const; // from the return, or "output<i>"
+    std::vector<std::string> output_names() const;                // from the return, or "output<i>"
 
     // Throws internal_error naming the instruction when the module is inconsistent.
     void validate() const;

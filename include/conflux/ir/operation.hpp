@@ -39,17 +39,17 @@ struct eval_context {
 };
 
 namespace detail {
-template <class T> struct type_id_holder {
-    static constexpr char id = 0;
-};
-template <class T> constexpr const void* type_id() { return &type_id_holder<T>::id; }
+template <class T> struct type_id_holder { static constexpr char id = 0; };
+template <class T> constexpr const void* type_id() {
+    return &type_id_holder<T>::id;
+}
 } // namespace detail
 
 class operation {
 public:
     template <class Op>
-        requires(!std::is_same_v<std::decay_t<Op>, operation>)
-    operation(Op op) : self_(std::make_shared<model<Op>>(std::move(op))) {}
+    requires(!std::is_same_v<std::decay_t<Op>, operation>) operation(Op op)
+        : self_(std::make_shared<model<Op>>(std::move(op))) {}
     operation() = default;
 
     std::string name() const { return self_->name(); }
