@@ -1,6 +1,7 @@
 // N-D convolution (1-D/2-D/3-D) in ONNX's NCHW form: input [N, C, spatial...], weights
 // [K, C/group, kernel...]; output [N, K, out spatial...]. Any input strides (so an NHWC-ordered
-// input is just an input with permuted strides).
+// input is just an input with permuted strides). An empty padding/stride/dilation means ONNX's
+// default (zeros/ones). Bias is not an input: the importer adds it as a separate add.
 #pragma once
 
 #include "conflux/ir/operation.hpp"

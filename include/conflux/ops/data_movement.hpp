@@ -4,6 +4,7 @@
 #include "conflux/ir/operation.hpp"
 
 #include <cstdint>
+#include <string_view>
 
 namespace conflux::op {
 
@@ -18,7 +19,12 @@ struct concat {
 
 enum class pad_mode { constant, reflect, edge };
 
-// pads: 2*rank values, all begins then all ends (ONNX order), non-negative.
+// "constant", "reflect", "edge" (the ONNX spellings).
+std::string_view pad_mode_name(pad_mode m);
+
+// pads: 2*rank values, all begins then all ends (ONNX order), non-negative. reflect mirrors
+// without repeating the border element and, like numpy, keeps reflecting when a pad is longer
+// than the axis; reflect and edge need a non-empty axis wherever that axis is padded.
 struct pad {
     std::vector<std::int64_t> pads;
     float value = 0;

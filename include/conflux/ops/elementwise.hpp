@@ -20,7 +20,7 @@ namespace conflux::op {
     X(pow, "pow", 2)                                                                               \
     X(max, "max", 2)                                                                               \
     X(min, "min", 2)                                                                               \
-    X(mod, "mod", 2)   /* alpha != 0: C fmod semantics; else sign of divisor (ONNX fmod=0) */     \
+    X(mod, "mod", 2) /* alpha != 0: C fmod semantics; else sign of divisor (ONNX fmod=0) */        \
     X(prelu, "prelu", 2)                                                                           \
     X(equal, "equal", 2)                                                                           \
     X(greater, "greater", 2)                                                                       \
@@ -42,10 +42,10 @@ namespace conflux::op {
     X(tanh, "tanh", 1)                                                                             \
     X(sigmoid, "sigmoid", 1)                                                                       \
     X(relu, "relu", 1)                                                                             \
-    X(leaky_relu, "leaky_relu", 1) /* alpha */                                                     \
-    X(elu, "elu", 1)               /* alpha */                                                     \
-    X(selu, "selu", 1)             /* alpha, beta = gamma */                                       \
-    X(celu, "celu", 1)             /* alpha */                                                     \
+    X(leaky_relu, "leaky_relu", 1)     /* alpha */                                                 \
+    X(elu, "elu", 1)                   /* alpha */                                                 \
+    X(selu, "selu", 1)                 /* alpha, beta = gamma */                                   \
+    X(celu, "celu", 1)                 /* alpha */                                                 \
     X(hard_sigmoid, "hard_sigmoid", 1) /* alpha, beta */                                           \
     X(hard_swish, "hard_swish", 1)                                                                 \
     X(softplus, "softplus", 1)                                                                     \
@@ -100,7 +100,9 @@ struct elementwise {
 inline elementwise make_elementwise(elementwise_kind k, float alpha = 0, float beta = 0) {
     return {k, alpha, beta, dtype::f32};
 }
-inline elementwise make_convert(dtype to) { return {elementwise_kind::convert, 0, 0, to}; }
+inline elementwise make_convert(dtype to) {
+    return {elementwise_kind::convert, 0, 0, to};
+}
 
 // The output layout rule shared by every elementwise-like op (see the file comment).
 shape elementwise_output_shape(const shape& first, dtype out_type);

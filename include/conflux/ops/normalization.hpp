@@ -6,7 +6,8 @@
 namespace conflux::op {
 
 // y = scale * (x - mean) / sqrt(var + epsilon) + bias, per channel (axis 1).
-// Inputs: x [N, C, ...], scale [C], bias [C], mean [C], var [C].
+// Inputs: x [N, C, ...], scale [C], bias [C], mean [C], var [C]. As in ONNX, scale/bias and
+// mean/var may have their own floating types (pairwise equal); computed in x's compute type.
 struct batch_norm {
     float epsilon = 1e-5f;
     std::string name() const { return "batch_normalization"; }
@@ -17,8 +18,8 @@ struct batch_norm {
 };
 
 // Normalises over axes [axis, rank): y = (x - mean) / sqrt(var + epsilon) * scale (+ bias).
-// Inputs: x, scale (lens = x.lens[axis:]), optional bias (same lens). Statistics in f32 (f64 for
-// f64 inputs).
+// Inputs: x, scale (lens = x.lens[axis:], or numpy-broadcastable to them), optional bias (same).
+// All of x's dtype. Statistics in f32 (f64 for f64 inputs). A negative axis counts from the end.
 struct layer_norm {
     std::int64_t axis = -1; // normalised (non-negative) by the importer
     float epsilon = 1e-5f;

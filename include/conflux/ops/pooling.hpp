@@ -1,5 +1,8 @@
 // Max / average pooling over the spatial axes of [N, C, spatial...]. Global pooling is pooling
-// whose window is the whole spatial extent (the importer fills `lengths`).
+// whose window is the whole spatial extent (the importer fills `lengths`). An empty
+// stride/padding/dilation means ONNX's default. ceil_mode follows ONNX: a last window that would
+// start inside the end padding is dropped; with count_include_pad the divisor counts the taps
+// inside the explicitly padded extent (never those past it in ceil mode).
 #pragma once
 
 #include "conflux/ir/operation.hpp"

@@ -4,10 +4,15 @@
 #include "conflux/ir/operation.hpp"
 
 #include <cstdint>
+#include <string_view>
 
 namespace conflux::op {
 
 enum class reduce_kind { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square };
+
+// "sum", "mean", ..., "log_sum_exp", "sum_square"; reduce::name() is "reduce_" + this. (Not
+// called to_string: that would hide conflux::to_string inside conflux::op.)
+std::string_view reduce_kind_name(reduce_kind k);
 
 // axes normalised (non-negative, sorted, unique); empty axes means all axes unless
 // noop_with_empty_axes. Reduced axes are kept with len 1 when keepdims.

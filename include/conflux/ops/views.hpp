@@ -7,6 +7,7 @@
 #include "conflux/ir/operation.hpp"
 
 #include <cstdint>
+#include <optional>
 
 namespace conflux::op {
 
@@ -101,5 +102,9 @@ struct contiguous {
 
 // Numpy broadcasting of several lens; throws user_error naming `who` when incompatible.
 dims broadcast_lens(const std::string& who, const std::vector<dims>& lens);
+
+// The shape of `in` reshaped to `lens` as a view of the same memory (offset 0), or nullopt when
+// the strides do not allow one and reshape must copy. Element counts must already match.
+std::optional<shape> reshape_as_view(const shape& in, const dims& lens);
 
 } // namespace conflux::op

@@ -1,0 +1,203 @@
+#include "conflux/ops/pooling.hpp"
+
+#include "conflux/util/parallel_for.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace conflux::op {
+
+namespace {
+
+// Attributes other than `lengths` may be left empty for ONNX's defaults.
+struct pool_params {
+    dims pad_begin, pad_end, stride, dilation;
+};
+
+pool_params normalise(const pooling& p, std::size_t nd) {
+    const std::string op = p.name();
+    CONFLUX_USER_CHECK(p.lengths.size() == nd, op, ": window needs ", nd, " values for ", nd,
+                       " spatial axes, got ", p.lengths.size());
+    CONFLUX_USER_CHECK(p.padding.empty() || p.padding.size() == 2 * nd, op, ": padding needs ",
+                       2 * nd, " values, got ", p.padding.size());
+    CONFLUX_USER_CHECK(p.stride.empty() || p.stride.size() == nd, op, ": stride needs ", nd,
+                       " values, got ", p.stride.size());
+    CONFLUX_USER_CHECK(p.dilation.empty() || p.dilation.size() == nd, op, ": dilation needs ", nd,
+                       " values, got ", p.dilation.size());
+    pool_params r;
+    r.pad_begin.assign(nd, 0);
+    r.pad_end.assign(nd, 0);
+    r.stride.assign(nd, 1);
+    r.dilation.assign(nd, 1);
+    for (std::size_t i = 0; i < nd; ++i) {
+        if (!p.padding.empty()) {
+            r.pad_begin[i] = p.padding[i];
+            r.pad_end[i] = p.padding[nd + i];
+        }
+        if (!p.stride.empty()) r.stride[i] = p.stride[i];
+        if (!p.dilation.empty()) r.dilation[i] = p.dilation[i];
+        CONFLUX_USER_CHECK(p.lengths[i] > 0, op, ": window axis ", i, " is empty");
+        CONFLUX_USER_CHECK(r.stride[i] > 0, op, ": stride must be positive");
+        CONFLUX_USER_CHECK(r.dilation[i] > 0, op, ": dilation must be positive");
+    }
+    return r;
+}
+
+// Per output position along one axis: the window taps that read real input, and how many taps
+// fall inside the explicitly padded extent (the count_include_pad divisor; ceil mode can push a
+// window past the end padding, and those taps never count).
+struct axis_window {
+    std::ptrdiff_t start = 0;        // input coordinate of tap 0
+    std::size_t first = 0, last = 0; // taps [first, last) are inside the input
+    std::size_t padded_taps = 0;
+};
+
+std::vector<axis_window> axis_windows(std::size_t in_len, std::size_t out_len, std::size_t len,
+                                      std::size_t stride, std::size_t dilation,
+                                      std::size_t pad_begin, std::size_t pad_end) {
+    std::vector<axis_window> ws(out_len);
+    const auto n = std::ptrdiff_t(in_len);
+    const auto d = std::ptrdiff_t(dilation);
+    for (std::size_t o = 0; o < out_len; ++o) {
+        auto& w = ws[o];
+        w.start = std::ptrdiff_t(o * stride) - std::ptrdiff_t(pad_begin);
+        w.first = len;
+        w.last = 0;
+        for (std::size_t t = 0; t < len; ++t) {
+            std::ptrdiff_t pos = w.start + std::ptrdiff_t(t) * d;
+            if (pos >= 0 && pos < n) {
+                w.first = std::min(w.first, t);
+                w.last = t + 1;
+            }
+            if (pos < n + std::ptrdiff_t(pad_end)) ++w.padded_taps;
+        }
+        if (w.first >= w.last) w.first = w.last = 0;
+    }
+    return ws;
+}
+
+template <class T> bool is_nan(T v) {
+    if constexpr (std::is_floating_point_v<T>)
+        return std::isnan(v);
+    else
+        return false;
+}
+
+} // namespace
+
+nlohmann::json pooling::attributes() const {
+    return {{"lengths", lengths},     {"stride", stride},
+            {"padding", padding},     {"dilation", dilation},
+            {"ceil_mode", ceil_mode}, {"count_include_pad", count_include_pad}};
+}
+
+shape pooling::compute_shape(const std::vector<shape>& in) const {
+    const std::string op = name();
+    check_input_count(op, in, 1);
+    const auto& x = in[0];
+    CONFLUX_USER_CHECK(x.rank() >= 3 && x.rank() <= 5, op,
+                       ": input must be [N, C, spatial...] with 1 to 3 spatial axes, got ",
+                       to_string(x));
+    const std::size_t nd = x.rank() - 2;
+    auto p = normalise(*this, nd);
+    dims out{x.lens()[0], x.lens()[1]};
+    for (std::size_t i = 0; i < nd; ++i) {
+        const std::size_t in_len = x.lens()[i + 2];
+        const std::size_t extent = p.dilation[i] * (lengths[i] - 1) + 1;
+        const std::size_t padded = in_len + p.pad_begin[i] + p.pad_end[i];
+        CONFLUX_USER_CHECK(padded >= extent, op, ": spatial axis ", i, " has padded size ", padded,
+                           ", smaller than the window extent ", extent);
+        std::size_t span = padded - extent;
+        std::size_t o =
+            (ceil_mode ? (span + p.stride[i] - 1) / p.stride[i] : span / p.stride[i]) + 1;
+        // ONNX: in ceil mode a last window that would start inside the end padding is dropped.
+        if (ceil_mode && o > 1 && (o - 1) * p.stride[i] >= in_len + p.pad_begin[i]) --o;
+        out.push_back(o);
+    }
+    return {x.type(), out};
+}
+
+argument pooling::eval(const shape& out, const std::vector<argument>& in) const {
+    const auto& xs = in[0].get_shape();
+    const std::size_t nd = xs.rank() - 2;
+    auto p = normalise(*this, nd);
+
+    // Lift to 3 spatial axes with leading unit axes so one loop nest serves every rank.
+    std::size_t in_sp[3] = {1, 1, 1}, out_sp[3] = {1, 1, 1};
+    std::vector<axis_window> wins[3];
+    for (std::size_t a = 0; a < 3; ++a)
+        wins[a] = axis_windows(1, 1, 1, 1, 1, 0, 0);
+    std::size_t dil[3] = {1, 1, 1};
+    for (std::size_t i = 0; i < nd; ++i) {
+        std::size_t a = 3 - nd + i;
+        in_sp[a] = xs.lens()[i + 2];
+        out_sp[a] = out.lens()[i + 2];
+        dil[a] = p.dilation[i];
+        wins[a] = axis_windows(in_sp[a], out_sp[a], lengths[i], p.stride[i], p.dilation[i],
+                               p.pad_begin[i], p.pad_end[i]);
+    }
+    const std::size_t planes = xs.lens()[0] * xs.lens()[1];
+    const std::size_t in_plane = in_sp[0] * in_sp[1] * in_sp[2];
+    const std::size_t out_plane = out_sp[0] * out_sp[1] * out_sp[2];
+    std::size_t window = 1;
+    for (auto l : lengths)
+        window *= l;
+    const bool is_max = mode == pooling_mode::max;
+
+    return visit_compute(xs.type(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const auto x = to_vector<T>(in[0]);
+        std::vector<T> y(out.elements(), T(0));
+        auto work = [&](std::size_t begin, std::size_t end) {
+            for (std::size_t plane = begin; plane < end; ++plane) {
+                const T* xp = x.data() + plane * in_plane;
+                T* yp = y.data() + plane * out_plane;
+                for (std::size_t od = 0; od < out_sp[0]; ++od) {
+                    const auto& wd = wins[0][od];
+                    for (std::size_t oh = 0; oh < out_sp[1]; ++oh) {
+                        const auto& wh = wins[1][oh];
+                        for (std::size_t ow = 0; ow < out_sp[2]; ++ow) {
+                            const auto& ww = wins[2][ow];
+                            T acc = is_max ? std::numeric_limits<T>::lowest() : T(0);
+                            if constexpr (std::numeric_limits<T>::has_infinity)
+                                if (is_max) acc = -std::numeric_limits<T>::infinity();
+                            for (std::size_t td = wd.first; td < wd.last; ++td) {
+                                const auto id = std::size_t(wd.start + std::ptrdiff_t(td * dil[0]));
+                                for (std::size_t th = wh.first; th < wh.last; ++th) {
+                                    const auto ih =
+                                        std::size_t(wh.start + std::ptrdiff_t(th * dil[1]));
+                                    const T* row = xp + (id * in_sp[1] + ih) * in_sp[2];
+                                    for (std::size_t tw = ww.first; tw < ww.last; ++tw) {
+                                        const T v = row[std::size_t(ww.start +
+                                                                    std::ptrdiff_t(tw * dil[2]))];
+                                        if (is_max) {
+                                            // A NaN anywhere in the window wins, as in ONNX.
+                                            if (v > acc || is_nan(v)) acc = v;
+                                        } else {
+                                            acc += v;
+                                        }
+                                    }
+                                }
+                            }
+                            if (!is_max) {
+                                std::size_t count =
+                                    count_include_pad
+                                        ? wd.padded_taps * wh.padded_taps * ww.padded_taps
+                                        : (wd.last - wd.first) * (wh.last - wh.first) *
+                                              (ww.last - ww.first);
+                                acc = count == 0 ? T(0) : acc / T(count);
+                            }
+                            yp[(od * out_sp[1] + oh) * out_sp[2] + ow] = acc;
+                        }
+                    }
+                }
+            }
+        };
+        const std::size_t per_item = std::max<std::size_t>(1, out_plane * window);
+        parallel_for(planes, work, std::max<std::size_t>(1, (std::size_t{1} << 16) / per_item));
+        return from_vector<T>(out.type(), out.lens(), y);
+    });
+}
+
+} // namespace conflux::op
