@@ -20,6 +20,9 @@ struct import_options {
     std::map<std::string, dims> input_dims;
     // --batch N: the value of every symbolic dim in axis 0 (default 1).
     std::optional<std::size_t> batch;
+    // Inputs frozen to known values: they become literals, so operands that must be constant
+    // (a Reshape's shape, Slice's starts, ...) may come from graph inputs.
+    std::map<std::string, argument> constant_inputs;
 };
 
 program import_model(const std::string& path, const import_options& options = {});

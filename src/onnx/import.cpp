@@ -1,0 +1,312 @@
+// The graph walk: initializers become literals, the remaining graph inputs parameters, every
+// node goes through its builder in file order (ONNX requires topological order), and the graph
+// outputs become the return. Each value name maps to the instruction that computes it.
+#include "conflux/onnx/import.hpp"
+
+#include "onnx/node_context.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <unordered_map>
+
+namespace conflux::onnx {
+
+namespace {
+
+constexpr std::int64_t min_opset = 7;
+constexpr std::int64_t max_opset = 21;
+
+const char* const input_dim_hint = "give the input's lens with --input-dim ";
+
+dims input_lens(const ::onnx::ValueInfoProto& vi, const import_options& options) {
+    const auto& name = vi.name();
+    const auto hint = [&] { return detail::concat(input_dim_hint, name, ":d0,d1,..."); };
+    auto given = options.input_dims.find(name);
+    const auto& tt = vi.type().tensor_type();
+    if (!tt.has_shape()) {
+        CONFLUX_USER_CHECK(given != options.input_dims.end(), "input '", name,
+                           "' has no shape in the model; ", hint());
+        return given->second;
+    }
+    const auto& model_dims = tt.shape().dim();
+    if (given != options.input_dims.end()) {
+        const auto& lens = given->second;
+        CONFLUX_USER_CHECK(lens.size() == std::size_t(model_dims.size()), "--input-dim ", name,
+                           ": gives ", lens.size(), " dims but the model's input has rank ",
+                           model_dims.size());
+        for (int i = 0; i < model_dims.size(); ++i) {
+            const auto& d = model_dims.Get(i);
+            CONFLUX_USER_CHECK(!d.has_dim_value() ||
+                                   std::int64_t(lens[std::size_t(i)]) == d.dim_value(),
+                               "--input-dim ", name, ": dim ", i, " is ", lens[std::size_t(i)],
+                               " but the model fixes it to ", d.dim_value());
+        }
+        return lens;
+    }
+    dims lens;
+    for (int i = 0; i < model_dims.size(); ++i) {
+        const auto& d = model_dims.Get(i);
+        if (d.has_dim_value()) {
+            CONFLUX_USER_CHECK(d.dim_value() >= 0, "input '", name, "': dim ", i, " is negative (",
+                               d.dim_value(), ")");
+            lens.push_back(std::size_t(d.dim_value()));
+        } else if (i == 0) {
+            lens.push_back(options.batch.value_or(1));
+        } else {
+            std::string what = d.has_dim_param() && !d.dim_param().empty()
+                                   ? "'" + d.dim_param() + "'"
+                                   : std::string("unnamed");
+            throw_user_error("input '", name, "': dim ", i, " (", what,
+                             ") is symbolic and cannot be resolved; ", hint());
+        }
+    }
+    return lens;
+}
+
+shape input_shape(const ::onnx::ValueInfoProto& vi, const import_options& options) {
+    CONFLUX_USER_CHECK(vi.has_type() && vi.type().has_tensor_type(), "input '", vi.name(),
+                       "' is not a tensor, which is not supported");
+    int elem = vi.type().tensor_type().elem_type();
+    auto type = to_dtype(elem);
+    CONFLUX_USER_CHECK(type.has_value(), "input '", vi.name(), "' has element type ",
+                       onnx_type_name(elem), ", which is not supported");
+    return {*type, input_lens(vi, options)};
+}
+
+std::int64_t default_opset(const ::onnx::ModelProto& model, const std::string& what) {
+    std::optional<std::int64_t> opset;
+    for (const auto& o : model.opset_import())
+        if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    if (!opset.has_value()) {
+        std::string domains;
+        for (const auto& o : model.opset_import())
+            domains += (domains.empty() ? "'" : ", '") + o.domain() + "'";
+        throw_user_error("unsupported model: ", what,
+                         " imports no opset of the default ONNX domain, only ", domains);
+    }
+    CONFLUX_USER_CHECK(*opset >= min_opset && *opset <= max_opset, what, ": opset ", *opset,
+                       " of the default domain is not supported (Conflux supports opsets ",
+                       min_opset, " to ", max_opset, ")");
+    return *opset;
+}
+
+std::int64_t domain_opset(const ::onnx::ModelProto& model, const std::string& domain,
+                          std::int64_t fallback) {
+    for (const auto& o : model.opset_import())
+        if (o.domain() == domain) return o.version();
+    return fallback;
+}
+
+// Folding leaves literals and shape arithmetic nobody reads; the program keeps only what
+// computes an output.
+void remove_dead_code(module& m) {
+    std::vector<instruction_ref> order;
+    for (auto& ins : m)
+        order.push_back(&ins);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        auto* ins = *it;
+        if (!ins->is_param() && !ins->is_return() && ins->outputs().empty())
+            m.remove_instruction(ins);
+    }
+}
+
+class graph_importer {
+public:
+    graph_importer(const ::onnx::ModelProto& model, const import_options& options,
+                   const std::string& what)
+        : model_(model), graph_(model.graph()), options_(options), what_(what) {}
+
+    program run() {
+        opset_ = default_opset(model_, what_);
+        add_initializers();
+        add_inputs();
+        for (int i = 0; i < graph_.node_size(); ++i)
+            add_node(graph_.node(i), std::size_t(i));
+        add_outputs();
+        remove_dead_code(prog_.main());
+        return std::move(prog_);
+    }
+
+private:
+    module& main() { return prog_.main(); }
+
+    void add_initializers() {
+        CONFLUX_USER_CHECK(graph_.sparse_initializer_size() == 0,
+                           "sparse initializers are not supported");
+        for (const auto& t : graph_.initializer()) {
+            CONFLUX_USER_CHECK(!t.name().empty(), what_, ": an initializer has no name");
+            values_[t.name()] = main().add_literal(to_argument(t));
+        }
+    }
+
+    void add_inputs() {
+        std::set<std::string> names;
+        for (const auto& vi : graph_.input())
+            names.insert(vi.name());
+        for (const auto& [name, lens] : options_.input_dims)
+            CONFLUX_USER_CHECK(names.count(name) != 0 && values_.count(name) == 0,
+                               "--input-dim names '", name,
+                               "', which is not an input of the model");
+        std::set<std::string> seen;
+        for (const auto& vi : graph_.input()) {
+            CONFLUX_USER_CHECK(!vi.name().empty(), what_, ": a graph input has no name");
+            CONFLUX_USER_CHECK(seen.insert(vi.name()).second, what_, ": graph input '", vi.name(),
+                               "' is listed twice");
+            // Before IR version 4 initializers were listed as inputs too; they stay constants.
+            if (values_.count(vi.name()) != 0) continue;
+            auto s = input_shape_or_frozen(vi);
+            if (auto c = options_.constant_inputs.find(vi.name());
+                c != options_.constant_inputs.end())
+                values_[vi.name()] = main().add_literal(c->second);
+            else
+                values_[vi.name()] = main().add_parameter(vi.name(), s);
+        }
+        for (const auto& [name, value] : options_.constant_inputs)
+            CONFLUX_USER_CHECK(names.count(name) != 0 && values_.count(name) != 0, what_,
+                               ": constant input '", name, "' is not an input of the model");
+    }
+
+    // A frozen input's lens come from its value; they must agree with the model's fixed dims.
+    shape input_shape_or_frozen(const ::onnx::ValueInfoProto& vi) {
+        auto c = options_.constant_inputs.find(vi.name());
+        if (c == options_.constant_inputs.end()) return input_shape(vi, options_);
+        const auto& value = c->second.get_shape();
+        import_options with_dims = options_;
+        with_dims.input_dims[vi.name()] = value.lens();
+        auto declared = input_shape(vi, with_dims);
+        CONFLUX_USER_CHECK(declared.type() == value.type(), "input '", vi.name(), "' is ",
+                           to_string(declared.type()), " but its constant value is ",
+                           to_string(value.type()));
+        return declared;
+    }
+
+    void add_node(const ::onnx::NodeProto& node, std::size_t index) {
+        const auto& table = onnx_op_table();
+        const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+        const std::int64_t opset =
+            default_domain ? opset_ : domain_opset(model_, node.domain(), opset_);
+        node_context probe(node, index, opset, main(), {});
+        auto it = default_domain ? table.find(node.op_type()) : table.end();
+        if (it == table.end()) {
+            std::string p = probe.unsupported_prefix();
+            // The prefix ends in ": "; an unknown op needs no further reason.
+            throw node_error(p.substr(0, p.size() - 2));
+        }
+        const auto& builder = it->second;
+        auto count = std::size_t(node.input_size());
+        if (count < builder.min_inputs || count > builder.max_inputs) {
+            if (builder.max_inputs == any_count)
+                probe.fail("expects at least ", builder.min_inputs, " input(s), got ", count);
+            if (builder.min_inputs == builder.max_inputs)
+                probe.fail("expects ", builder.min_inputs, " input(s), got ", count);
+            probe.fail("expects ", builder.min_inputs, " to ", builder.max_inputs, " inputs, got ",
+                       count);
+        }
+        std::vector<instruction_ref> inputs;
+        for (const auto& name : node.input()) {
+            if (name.empty()) {
+                inputs.push_back(nullptr);
+                continue;
+            }
+            auto v = values_.find(name);
+            if (v == values_.end())
+                probe.fail("input '", name,
+                           "' is not defined (no initializer, graph input or earlier node "
+                           "output has that name)");
+            inputs.push_back(v->second);
+        }
+
+        node_context ctx(node, index, opset, main(), std::move(inputs));
+        std::vector<instruction_ref> outputs;
+        try {
+            outputs = builder.build(ctx);
+        } catch (const node_error&) {
+            throw;
+        } catch (const user_error& e) {
+            throw node_error(
+                detail::concat("node '", ctx.node_name(), "' (", node.op_type(), "): ", e.what()));
+        }
+        for (int i = 0; i < node.output_size(); ++i) {
+            const auto& name = node.output(i);
+            if (name.empty()) continue;
+            if (std::size_t(i) >= outputs.size() || outputs[std::size_t(i)] == nullptr)
+                ctx.unsupported("output ", i, " ('", name, "') is not supported");
+            values_[name] = outputs[std::size_t(i)];
+        }
+    }
+
+    void add_outputs() {
+        std::vector<instruction_ref> outs;
+        std::vector<std::string> names;
+        for (const auto& vi : graph_.output()) {
+            auto v = values_.find(vi.name());
+            CONFLUX_USER_CHECK(v != values_.end(), what_, ": graph output '", vi.name(),
+                               "' is not computed by any node, input or initializer");
+            outs.push_back(v->second);
+            names.push_back(vi.name());
+        }
+        main().add_return(std::move(outs), std::move(names));
+    }
+
+    const ::onnx::ModelProto& model_;
+    const ::onnx::GraphProto& graph_;
+    const import_options& options_;
+    const std::string& what_;
+    std::int64_t opset_ = 0;
+    program prog_;
+    std::unordered_map<std::string, instruction_ref> values_;
+};
+
+} // namespace
+
+std::string one_line(std::string s) {
+    for (auto& ch : s)
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    return s;
+}
+
+const op_table& onnx_op_table() {
+    static const op_table table = [] {
+        op_table t;
+        add_elementwise_ops(t);
+        add_conv_pool_ops(t);
+        add_gemm_ops(t);
+        add_normalization_ops(t);
+        add_shape_ops(t);
+        add_constant_ops(t);
+        add_reduce_ops(t);
+        return t;
+    }();
+    return table;
+}
+
+program import_model_bytes(std::string_view bytes, const import_options& options,
+                           const std::string& what) try {
+    ::onnx::ModelProto model;
+    CONFLUX_USER_CHECK(bytes.size() < std::size_t(std::numeric_limits<int>::max()) &&
+                           model.ParseFromArray(bytes.data(), int(bytes.size())),
+                       what, ": not a valid ONNX model (the protobuf data does not parse)");
+    CONFLUX_USER_CHECK(model.has_graph(), what, ": not a valid ONNX model (it has no graph)");
+    CONFLUX_USER_CHECK(model.graph().output_size() != 0, what,
+                       ": not a valid ONNX model (the graph has no outputs)");
+    return graph_importer(model, options, what).run();
+} catch (const user_error& e) {
+    throw user_error(one_line(e.what()));
+}
+
+program import_model(const std::string& path, const import_options& options) {
+    std::error_code ec;
+    CONFLUX_USER_CHECK(!std::filesystem::is_directory(path, ec), path,
+                       ": is a directory, not an ONNX model file");
+    std::ifstream f(path, std::ios::binary);
+    CONFLUX_USER_CHECK(f.good(), path, ": cannot open model file (", std::strerror(errno), ")");
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    CONFLUX_USER_CHECK(!f.bad(), path, ": cannot read model file");
+    return import_model_bytes(bytes, options, path);
+}
+
+} // namespace conflux::onnx

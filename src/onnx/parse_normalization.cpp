@@ -1,0 +1,69 @@
+// BatchNormalization (inference form) and LayerNormalization; InstanceNormalization is a layer
+// norm over the spatial axes followed by the per-channel affine transform.
+#include "onnx/node_context.hpp"
+
+#include "conflux/ops/normalization.hpp"
+#include "conflux/ops/views.hpp"
+
+namespace conflux::onnx {
+
+namespace {
+
+using outputs = std::vector<instruction_ref>;
+using K = op::elementwise_kind;
+
+outputs build_batch_norm(node_context& c) {
+    if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.unsupported("spatial=0 is not supported");
+    if (c.attr_int("training_mode", 0) != 0) c.unsupported("training mode is not supported");
+    auto x = c.input(0);
+    if (x->get_shape().rank() < 2)
+        c.fail("input X must have rank 2 or more, got ", to_string(x->get_shape()));
+    auto y = c.add(op::batch_norm{c.attr_float("epsilon", 1e-5f)},
+                   {x, c.input(1), c.input(2), c.input(3), c.input(4)});
+    // In inference the running statistics pass through unchanged; the saved batch statistics
+    // exist only in training.
+    outputs out{y, c.input(3), c.input(4)};
+    for (std::size_t i = 3; i < c.output_count(); ++i)
+        if (c.output_requested(i)) c.unsupported("output ", i, " exists only in training mode");
+    return out;
+}
+
+outputs build_layer_norm(node_context& c) {
+    if (c.output_requested(1) || c.output_requested(2))
+        c.unsupported("only output 0 (Y) is supported, not Mean or InvStdDev");
+    auto x = c.input(0);
+    auto axis = c.normalize_axis(c.attr_int("axis", -1), x->get_shape().rank());
+    std::vector<instruction_ref> inputs{x, c.input(1)};
+    if (c.has_input(2)) inputs.push_back(c.input(2));
+    return {c.add(op::layer_norm{axis, c.attr_float("epsilon", 1e-5f)}, inputs)};
+}
+
+outputs build_instance_norm(node_context& c) {
+    auto x = c.input(0);
+    const auto& xs = x->get_shape();
+    if (xs.rank() < 3) c.fail("input must have rank 3 or more, got ", to_string(xs));
+    const auto channels = xs.lens()[1];
+    for (std::size_t i : {1u, 2u})
+        if (c.input_shape(i).lens() != dims{channels})
+            c.fail("scale and B must have lens [", channels, "], got ",
+                   to_string(c.input_shape(i)));
+    dims inner(xs.lens().begin() + 2, xs.lens().end());
+    auto ones = c.broadcast_to(c.scalar(xs.type(), 1), inner);
+    auto normed = c.add(op::layer_norm{2, c.attr_float("epsilon", 1e-5f)}, {x, ones});
+    std::vector<std::int64_t> axes;
+    for (std::size_t i = 0; i < inner.size(); ++i)
+        axes.push_back(std::int64_t(i + 1));
+    auto scale = c.add(op::unsqueeze{axes}, {c.input(1)});
+    auto bias = c.add(op::unsqueeze{axes}, {c.input(2)});
+    return {c.elementwise(K::add, {c.elementwise(K::mul, {normed, scale}), bias})};
+}
+
+} // namespace
+
+void add_normalization_ops(op_table& t) {
+    t["BatchNormalization"] = {5, 5, build_batch_norm};
+    t["LayerNormalization"] = {2, 3, build_layer_norm};
+    t["InstanceNormalization"] = {3, 3, build_instance_norm};
+}
+
+} // namespace conflux::onnx

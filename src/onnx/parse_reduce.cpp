@@ -1,0 +1,101 @@
+// Reduce*, Softmax / LogSoftmax and ArgMax / ArgMin.
+#include "onnx/node_context.hpp"
+
+#include "conflux/ops/reduce.hpp"
+#include "conflux/ops/views.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace conflux::onnx {
+
+namespace {
+
+using outputs = std::vector<instruction_ref>;
+
+// axes_input_opset: the opset from which axes is input 1 instead of an attribute (13 for
+// ReduceSum, 18 for the others).
+outputs build_reduce(node_context& c, op::reduce_kind kind, std::int64_t axes_input_opset) {
+    auto x = c.input(0);
+    const auto rank = x->get_shape().rank();
+    std::vector<std::int64_t> axes;
+    if (c.opset() < axes_input_opset) {
+        if (c.input_count() > 1)
+            c.fail("takes axes as an attribute before opset ", axes_input_opset);
+        axes = c.attr_ints("axes", {});
+    } else if (c.has_input(1)) {
+        axes = c.constant_ints(1, "axes");
+    }
+    const bool noop = c.opset() >= axes_input_opset && c.attr_int("noop_with_empty_axes", 0) != 0;
+    if (axes.empty() && noop) return {x};
+    axes = c.normalize_axes(axes, rank);
+    std::sort(axes.begin(), axes.end());
+    op::reduce r;
+    r.kind = kind;
+    r.axes = axes;
+    r.keepdims = c.attr_int("keepdims", 1) != 0;
+    return {c.add(r, {x})};
+}
+
+outputs build_softmax(node_context& c, bool log) {
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
+    const auto rank = lens.size();
+    if (c.opset() >= 13) {
+        auto axis = c.normalize_axis(c.attr_int("axis", -1), rank);
+        return {c.add(op::softmax{axis, log}, {x})};
+    }
+    // Before opset 13 the input is seen as 2-D [prod(lens[:axis]), prod(lens[axis:])] and the
+    // softmax runs over the whole second dimension.
+    auto r = std::int64_t(rank);
+    auto axis = c.attr_int("axis", 1);
+    if (axis < -r || axis > r) c.fail("axis ", axis, " is out of range for rank ", rank);
+    if (axis < 0) axis += r;
+    auto mul = [](auto b, auto e) {
+        return std::accumulate(b, e, std::size_t{1}, std::multiplies<>{});
+    };
+    dims flat{mul(lens.begin(), lens.begin() + axis), mul(lens.begin() + axis, lens.end())};
+    auto y = c.add(op::reshape{flat}, {x});
+    y = c.add(op::softmax{1, log}, {y});
+    return {c.add(op::reshape{lens}, {y})};
+}
+
+outputs build_arg_reduce(node_context& c, bool max) {
+    auto x = c.input(0);
+    op::arg_reduce r;
+    r.max = max;
+    r.axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
+    r.keepdims = c.attr_int("keepdims", 1) != 0;
+    r.select_last_index = c.attr_int("select_last_index", 0) != 0;
+    return {c.add(r, {x})};
+}
+
+} // namespace
+
+void add_reduce_ops(op_table& t) {
+    using R = op::reduce_kind;
+    const std::pair<const char*, R> reductions[] = {
+        {"ReduceSum", R::sum},
+        {"ReduceMean", R::mean},
+        {"ReduceMax", R::max},
+        {"ReduceMin", R::min},
+        {"ReduceProd", R::prod},
+        {"ReduceL1", R::l1},
+        {"ReduceL2", R::l2},
+        {"ReduceLogSum", R::log_sum},
+        {"ReduceLogSumExp", R::log_sum_exp},
+        {"ReduceSumSquare", R::sum_square},
+    };
+    for (auto [name, kind] : reductions) {
+        std::int64_t axes_input_opset = kind == R::sum ? 13 : 18;
+        t[name] = {1, 2, [kind, axes_input_opset](node_context& c) {
+                       return build_reduce(c, kind, axes_input_opset);
+                   }};
+    }
+    t["Softmax"] = {1, 1, [](node_context& c) { return build_softmax(c, false); }};
+    t["LogSoftmax"] = {1, 1, [](node_context& c) { return build_softmax(c, true); }};
+    t["ArgMax"] = {1, 1, [](node_context& c) { return build_arg_reduce(c, true); }};
+    t["ArgMin"] = {1, 1, [](node_context& c) { return build_arg_reduce(c, false); }};
+}
+
+} // namespace conflux::onnx

@@ -1,0 +1,326 @@
+// Ops that rearrange data: views (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand,
+// Slice, Split, Tile) and the data movers (Concat, Pad, Gather, GatherElements). Their shape
+// operands (Reshape's shape, Slice's starts, ...) must be constants: Conflux programs have
+// static shapes.
+#include "onnx/node_context.hpp"
+
+#include "conflux/ops/data_movement.hpp"
+#include "conflux/ops/views.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace conflux::onnx {
+
+namespace {
+
+using outputs = std::vector<instruction_ref>;
+
+std::size_t product(const dims& d) {
+    return std::accumulate(d.begin(), d.end(), std::size_t{1}, std::multiplies<>{});
+}
+
+outputs build_reshape(node_context& c) {
+    auto x = c.input(0);
+    const auto& in = x->get_shape().lens();
+    auto spec = c.constant_ints(1, "shape");
+    const bool allowzero = c.attr_int("allowzero", 0) != 0;
+    dims lens(spec.size(), 0);
+    std::optional<std::size_t> infer;
+    for (std::size_t i = 0; i < spec.size(); ++i) {
+        auto d = spec[i];
+        if (d == -1) {
+            if (infer) c.fail("shape [", to_string(lens), "] has more than one -1");
+            infer = i;
+        } else if (d == 0 && !allowzero) {
+            if (i >= in.size())
+                c.fail("shape has 0 at axis ", i, " but the input has rank ", in.size());
+            lens[i] = in[i];
+        } else if (d < 0) {
+            c.fail("shape has invalid dim ", d);
+        } else {
+            lens[i] = std::size_t(d);
+        }
+    }
+    const auto total = product(in);
+    if (infer) {
+        lens[*infer] = 1;
+        auto known = product(lens);
+        if (known == 0 || total % known != 0)
+            c.fail("cannot reshape ", to_string(x->get_shape()), " to the shape given (",
+                   spec.size(), " dims with -1)");
+        lens[*infer] = total / known;
+    }
+    if (product(lens) != total)
+        c.fail("cannot reshape ", to_string(x->get_shape()), " to [", to_string(lens), "]");
+    if (lens == in) return {x};
+    return {c.add(op::reshape{lens}, {x})};
+}
+
+outputs build_transpose(node_context& c) {
+    auto x = c.input(0);
+    auto rank = x->get_shape().rank();
+    std::vector<std::int64_t> perm(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+    if (auto given = c.attr_ints("perm")) {
+        perm = *given;
+        if (perm.size() != rank) c.fail("perm has ", perm.size(), " values for rank ", rank);
+        auto sorted = perm;
+        std::sort(sorted.begin(), sorted.end());
+        for (std::size_t i = 0; i < sorted.size(); ++i)
+            if (sorted[i] != std::int64_t(i))
+                c.fail("perm is not a permutation of the ", rank, " input axes");
+    }
+    return {c.add(op::transpose{perm}, {x})};
+}
+
+// Axes from the attribute before `input_opset`, from input 1 since.
+std::optional<std::vector<std::int64_t>> axes_operand(node_context& c, std::int64_t input_opset,
+                                                      std::size_t input_index = 1) {
+    if (c.opset() < input_opset) return c.attr_ints("axes");
+    if (!c.has_input(input_index)) return std::nullopt;
+    return c.constant_ints(input_index, "axes");
+}
+
+outputs build_squeeze(node_context& c) {
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
+    std::vector<std::int64_t> axes;
+    if (auto given = axes_operand(c, 13)) {
+        axes = c.normalize_axes(*given, lens.size());
+        for (auto a : axes)
+            if (lens[std::size_t(a)] != 1)
+                c.fail("cannot squeeze axis ", a, " of ", to_string(x->get_shape()),
+                       ": its length is not 1");
+    } else {
+        for (std::size_t i = 0; i < lens.size(); ++i)
+            if (lens[i] == 1) axes.push_back(std::int64_t(i));
+    }
+    if (axes.empty()) return {x};
+    std::sort(axes.begin(), axes.end());
+    return {c.add(op::squeeze{axes}, {x})};
+}
+
+outputs build_unsqueeze(node_context& c) {
+    auto x = c.input(0);
+    auto given = axes_operand(c, 13);
+    if (!given) c.fail("axes are required");
+    auto axes = c.normalize_axes(*given, x->get_shape().rank() + given->size());
+    std::sort(axes.begin(), axes.end());
+    if (axes.empty()) return {x};
+    return {c.add(op::unsqueeze{axes}, {x})};
+}
+
+outputs build_flatten(node_context& c) {
+    auto x = c.input(0);
+    auto rank = std::int64_t(x->get_shape().rank());
+    auto axis = c.attr_int("axis", 1);
+    if (axis < -rank || axis > rank) c.fail("axis ", axis, " is out of range for rank ", rank);
+    if (axis < 0) axis += rank;
+    return {c.add(op::flatten{axis}, {x})};
+}
+
+outputs build_expand(node_context& c) {
+    auto x = c.input(0);
+    auto spec = c.constant_ints(1, "shape");
+    dims target;
+    for (auto d : spec) {
+        if (d < 0) c.fail("shape has negative dim ", d);
+        target.push_back(std::size_t(d));
+    }
+    // Expand broadcasts both ways: a 1 in `shape` keeps the input's length.
+    auto lens = op::broadcast_lens("Expand", {x->get_shape().lens(), target});
+    return {c.broadcast_to(x, lens)};
+}
+
+outputs build_slice(node_context& c) {
+    auto x = c.input(0);
+    auto rank = x->get_shape().rank();
+    std::vector<std::int64_t> starts;
+    std::vector<std::int64_t> ends;
+    std::optional<std::vector<std::int64_t>> axes;
+    std::vector<std::int64_t> steps;
+    if (c.opset() < 10) {
+        starts = c.attr_ints("starts", {});
+        ends = c.attr_ints("ends", {});
+        axes = c.attr_ints("axes");
+    } else {
+        starts = c.constant_ints(1, "starts");
+        ends = c.constant_ints(2, "ends");
+        if (c.has_input(3)) axes = c.constant_ints(3, "axes");
+        if (c.has_input(4)) steps = c.constant_ints(4, "steps");
+    }
+    if (!axes) {
+        axes.emplace(starts.size());
+        std::iota(axes->begin(), axes->end(), 0);
+    }
+    if (starts.size() != ends.size() || axes->size() != starts.size() ||
+        (!steps.empty() && steps.size() != starts.size()))
+        c.fail("starts, ends, axes and steps must have equal lengths");
+    for (auto s : steps)
+        if (s == 0) c.fail("steps must not be 0");
+    auto norm = c.normalize_axes(*axes, rank);
+    if (norm.empty()) return {x};
+    return {c.add(op::slice{norm, starts, ends, steps}, {x})};
+}
+
+outputs build_concat(node_context& c) {
+    std::vector<instruction_ref> xs;
+    for (std::size_t i = 0; i < c.input_count(); ++i)
+        xs.push_back(c.input(i));
+    auto axis_attr = c.attr_int("axis");
+    if (!axis_attr) c.fail("attribute 'axis' is required");
+    auto axis = c.normalize_axis(*axis_attr, xs.front()->get_shape().rank());
+    if (xs.size() == 1) return {xs.front()};
+    return {c.add(op::concat{axis}, xs)};
+}
+
+outputs build_pad(node_context& c) {
+    auto x = c.input(0);
+    auto rank = x->get_shape().rank();
+    auto mode_name = c.attr_string("mode", "constant");
+    op::pad p;
+    if (mode_name == "constant")
+        p.mode = op::pad_mode::constant;
+    else if (mode_name == "reflect")
+        p.mode = op::pad_mode::reflect;
+    else if (mode_name == "edge")
+        p.mode = op::pad_mode::edge;
+    else
+        c.unsupported("mode '", mode_name, "'");
+
+    std::vector<std::int64_t> pads;
+    if (c.opset() < 11) {
+        pads = c.attr_ints("pads", {});
+        p.value = c.attr_float("value", 0.0f);
+    } else {
+        pads = c.constant_ints(1, "pads");
+        if (c.has_input(2)) {
+            auto v = c.constant_doubles(2, "constant_value");
+            if (v.size() != 1) c.fail("constant_value must hold one value, got ", v.size());
+            p.value = float(v.front());
+        }
+        if (c.has_input(3)) {
+            // Pads for the listed axes only: spread them over all axes.
+            auto axes = c.normalize_axes(c.constant_ints(3, "axes"), rank);
+            if (pads.size() != 2 * axes.size())
+                c.fail("pads needs ", 2 * axes.size(), " values for ", axes.size(), " axes, got ",
+                       pads.size());
+            std::vector<std::int64_t> full(2 * rank, 0);
+            for (std::size_t i = 0; i < axes.size(); ++i) {
+                full[std::size_t(axes[i])] = pads[i];
+                full[rank + std::size_t(axes[i])] = pads[axes.size() + i];
+            }
+            pads = full;
+        }
+    }
+    if (pads.size() != 2 * rank) c.fail("pads needs ", 2 * rank, " values, got ", pads.size());
+    for (auto v : pads)
+        if (v < 0) c.unsupported("negative pads (cropping) are not supported");
+    if (std::all_of(pads.begin(), pads.end(), [](auto v) { return v == 0; })) return {x};
+    p.pads = pads;
+    return {c.add(p, {x})};
+}
+
+outputs build_gather(node_context& c) {
+    auto x = c.input(0);
+    auto axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
+    return {c.add(op::gather{axis}, {x, c.input(1)})};
+}
+
+outputs build_gather_elements(node_context& c) {
+    auto x = c.input(0);
+    auto axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
+    return {c.add(op::gather_elements{axis}, {x, c.input(1)})};
+}
+
+outputs build_split(node_context& c) {
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
+    auto axis = c.normalize_axis(c.attr_int("axis", 0), lens.size());
+    const auto len = std::int64_t(lens[std::size_t(axis)]);
+    std::vector<std::int64_t> sizes;
+    if (c.opset() < 13) {
+        sizes = c.attr_ints("split", {});
+    } else if (c.has_input(1)) {
+        sizes = c.constant_ints(1, "split");
+    }
+    if (sizes.empty()) {
+        std::int64_t n = std::int64_t(c.output_count());
+        if (c.opset() >= 18) {
+            if (auto given = c.attr_int("num_outputs")) n = *given;
+        }
+        if (n <= 0) c.fail("there is nothing to split into");
+        if (c.opset() >= 18 && c.has_attr("num_outputs")) {
+            // Since opset 18 the last chunk may be smaller.
+            std::int64_t chunk = (len + n - 1) / n;
+            for (std::int64_t off = 0, i = 0; i < n; ++i, off += chunk)
+                sizes.push_back(std::max<std::int64_t>(0, std::min(chunk, len - off)));
+        } else {
+            if (len % n != 0)
+                c.fail("axis ", axis, " of length ", len, " does not split evenly into ", n,
+                       " outputs");
+            sizes.assign(std::size_t(n), len / n);
+        }
+    }
+    std::int64_t total = 0;
+    for (auto s : sizes) {
+        if (s < 0) c.fail("split sizes must not be negative");
+        total += s;
+    }
+    if (total != len)
+        c.fail("split sizes add up to ", total, " but axis ", axis, " has length ", len);
+    if (sizes.size() < c.output_count())
+        c.fail("split gives ", sizes.size(), " parts for ", c.output_count(), " outputs");
+    outputs out;
+    std::int64_t start = 0;
+    for (auto s : sizes) {
+        out.push_back(c.add(op::slice{{axis}, {start}, {start + s}, {}}, {x}));
+        start += s;
+    }
+    return out;
+}
+
+// Tile as views: [d0, d1] -> unsqueeze [1, d0, 1, d1] -> broadcast [r0, d0, r1, d1] ->
+// reshape [r0*d0, r1*d1].
+outputs build_tile(node_context& c) {
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
+    auto repeats = c.constant_ints(1, "repeats");
+    if (repeats.size() != lens.size())
+        c.fail("repeats needs ", lens.size(), " values, got ", repeats.size());
+    if (std::all_of(repeats.begin(), repeats.end(), [](auto r) { return r == 1; })) return {x};
+    std::vector<std::int64_t> axes;
+    dims wide;
+    dims out;
+    for (std::size_t i = 0; i < lens.size(); ++i) {
+        if (repeats[i] < 0) c.fail("repeats must not be negative, got ", repeats[i]);
+        axes.push_back(std::int64_t(2 * i));
+        wide.push_back(std::size_t(repeats[i]));
+        wide.push_back(lens[i]);
+        out.push_back(std::size_t(repeats[i]) * lens[i]);
+    }
+    auto y = c.add(op::unsqueeze{axes}, {x});
+    y = c.broadcast_to(y, wide);
+    return {c.add(op::reshape{out}, {y})};
+}
+
+} // namespace
+
+void add_shape_ops(op_table& t) {
+    t["Reshape"] = {2, 2, build_reshape};
+    t["Transpose"] = {1, 1, build_transpose};
+    t["Squeeze"] = {1, 2, build_squeeze};
+    t["Unsqueeze"] = {1, 2, build_unsqueeze};
+    t["Flatten"] = {1, 1, build_flatten};
+    t["Expand"] = {2, 2, build_expand};
+    t["Slice"] = {1, 5, build_slice};
+    t["Concat"] = {1, any_count, build_concat};
+    t["Pad"] = {1, 4, build_pad};
+    t["Gather"] = {2, 2, build_gather};
+    t["GatherElements"] = {2, 2, build_gather_elements};
+    t["Split"] = {1, 2, build_split};
+    t["Tile"] = {2, 2, build_tile};
+}
+
+} // namespace conflux::onnx

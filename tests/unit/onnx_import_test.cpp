@@ -1,0 +1,737 @@
+#include "conflux/onnx/import.hpp"
+#include "conflux/ref/evaluate.hpp"
+
+#include "onnx/onnx.pb.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+using namespace conflux;
+
+namespace {
+
+using ::onnx::TensorProto;
+
+// Builds a ModelProto node by node; tests import it from its serialized bytes like a file.
+struct model_builder {
+    ::onnx::ModelProto model;
+    ::onnx::GraphProto* graph;
+
+    explicit model_builder(std::int64_t opset = 17) {
+        model.set_ir_version(8);
+        auto* o = model.add_opset_import();
+        o->set_domain("");
+        o->set_version(opset);
+        graph = model.mutable_graph();
+        graph->set_name("test");
+    }
+
+    // A dim of -1 is symbolic, named by `params[i]` when given.
+    void input(const std::string& name, int type, const std::vector<std::int64_t>& dims,
+               const std::vector<std::string>& params = {}) {
+        auto* vi = graph->add_input();
+        vi->set_name(name);
+        auto* tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(type);
+        auto* s = tt->mutable_shape();
+        for (std::size_t i = 0; i < dims.size(); ++i) {
+            auto* d = s->add_dim();
+            if (dims[i] >= 0)
+                d->set_dim_value(dims[i]);
+            else if (i < params.size())
+                d->set_dim_param(params[i]);
+        }
+    }
+
+    void output(const std::string& name) { graph->add_output()->set_name(name); }
+
+    TensorProto* initializer(const std::string& name, const std::vector<std::int64_t>& dims,
+                             const std::vector<float>& values) {
+        auto* t = graph->add_initializer();
+        t->set_name(name);
+        t->set_data_type(TensorProto::FLOAT);
+        for (auto d : dims)
+            t->add_dims(d);
+        for (auto v : values)
+            t->add_float_data(v);
+        return t;
+    }
+
+    TensorProto* initializer_i64(const std::string& name, const std::vector<std::int64_t>& dims,
+                                 const std::vector<std::int64_t>& values) {
+        auto* t = graph->add_initializer();
+        t->set_name(name);
+        t->set_data_type(TensorProto::INT64);
+        for (auto d : dims)
+            t->add_dims(d);
+        for (auto v : values)
+            t->add_int64_data(v);
+        return t;
+    }
+
+    ::onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs,
+                            const std::vector<std::string>& outputs, const std::string& name = "") {
+        auto* n = graph->add_node();
+        n->set_op_type(op);
+        n->set_name(name);
+        for (const auto& i : inputs)
+            n->add_input(i);
+        for (const auto& o : outputs)
+            n->add_output(o);
+        return n;
+    }
+
+    std::string bytes() const { return model.SerializeAsString(); }
+
+    program import(const conflux::onnx::import_options& options = {}) const {
+        return conflux::onnx::import_model_bytes(bytes(), options, "model.onnx");
+    }
+};
+
+void set_int(::onnx::NodeProto* n, const std::string& name, std::int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(v);
+}
+
+void set_float(::onnx::NodeProto* n, const std::string& name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+}
+
+void set_ints(::onnx::NodeProto* n, const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (auto x : v)
+        a->add_ints(x);
+}
+
+void set_string(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(v);
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const user_error& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "expected a user_error";
+    return {};
+}
+
+std::string import_error(const model_builder& b,
+                         const conflux::onnx::import_options& options = {}) {
+    return error_of([&] { b.import(options); });
+}
+
+argument f32(const dims& lens, const std::vector<float>& values) {
+    return from_vector(dtype::f32, lens, values);
+}
+
+std::vector<float> run1(const program& p, const ref::parameter_map& params) {
+    auto results = ref::evaluate(p, params);
+    EXPECT_EQ(results.size(), 1u);
+    return to_vector<float>(results.at(0));
+}
+
+bool has_op(const program& p, const std::string& name) {
+    for (const auto& ins : p.main())
+        if (ins.name() == name) return true;
+    return false;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want, float tol = 1e-5f) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+const argument& returned_literal(const program& p, std::size_t i = 0) {
+    auto* ret = p.main().get_return();
+    const auto* lit = ret->inputs().at(i)->get_operator().get_if<op::literal>();
+    EXPECT_NE(lit, nullptr);
+    return lit->value;
+}
+
+} // namespace
+
+// ---- errors -------------------------------------------------------------------------------
+
+TEST(onnx_import, unsupported_op_names_type_node_and_opset) {
+    model_builder b(17);
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Foo", {"x"}, {"y"}, "n1");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "unsupported operator 'Foo' (node 'n1', domain '', opset 17)");
+}
+
+TEST(onnx_import, non_default_domain_is_unsupported) {
+    model_builder b(17);
+    auto* o = b.model.add_opset_import();
+    o->set_domain("com.microsoft");
+    o->set_version(1);
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Relu", {"x"}, {"y"}, "ms")->set_domain("com.microsoft");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "unsupported operator 'Relu' (node 'ms', domain 'com.microsoft', "
+                               "opset 1)");
+}
+
+TEST(onnx_import, unsupported_attribute_value_gives_reason) {
+    model_builder b(17);
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.initializer_i64("pads", {4}, {0, 1, 0, 1});
+    set_string(b.node("Pad", {"x", "pads"}, {"y"}, "p"), "mode", "wrap");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "unsupported operator 'Pad' (node 'p', domain '', opset 17): mode "
+                               "'wrap'");
+}
+
+TEST(onnx_import, maxpool_indices_output_is_unsupported) {
+    model_builder b(12);
+    b.input("x", TensorProto::FLOAT, {1, 1, 4, 4});
+    set_ints(b.node("MaxPool", {"x"}, {"y", "idx"}, "mp"), "kernel_shape", {2, 2});
+    b.output("y");
+    auto msg = import_error(b);
+    EXPECT_NE(msg.find("unsupported operator 'MaxPool' (node 'mp'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Indices"), std::string::npos) << msg;
+}
+
+TEST(onnx_import, truncated_file_is_not_a_valid_model) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {64});
+    auto* w = b.initializer("w", {64}, {});
+    w->set_raw_data(std::string(64 * 4, '\0'));
+    b.node("Add", {"x", "w"}, {"y"});
+    b.output("y");
+    auto bytes = b.bytes();
+    auto cut = bytes.substr(0, bytes.size() / 2);
+    auto msg = error_of([&] { conflux::onnx::import_model_bytes(cut, {}, "model.onnx"); });
+    EXPECT_EQ(msg.rfind("model.onnx: not a valid ONNX model (", 0), 0u) << msg;
+}
+
+TEST(onnx_import, garbage_and_empty_bytes_are_not_a_valid_model) {
+    for (std::string bytes : {std::string("\xff\xff\xff\xff\xff garbage \x01\x02", 17),
+                              std::string("hello, this is not a model"), std::string()}) {
+        auto msg = error_of([&] { conflux::onnx::import_model_bytes(bytes, {}, "model.onnx"); });
+        EXPECT_EQ(msg.rfind("model.onnx: not a valid ONNX model (", 0), 0u) << msg;
+    }
+}
+
+TEST(onnx_import, missing_file_names_the_path) {
+    auto msg = error_of([] { conflux::onnx::import_model("/nonexistent/dir/m.onnx"); });
+    EXPECT_NE(msg.find("/nonexistent/dir/m.onnx"), std::string::npos) << msg;
+}
+
+TEST(onnx_import, undefined_input_names_node_and_value) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Add", {"x", "W"}, {"y"}, "add1");
+    b.output("y");
+    auto msg = import_error(b);
+    EXPECT_NE(msg.find("node 'add1'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'W'"), std::string::npos) << msg;
+}
+
+TEST(onnx_import, undefined_graph_output_is_an_error) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("z");
+    auto msg = import_error(b);
+    EXPECT_NE(msg.find("'z'"), std::string::npos) << msg;
+}
+
+TEST(onnx_import, external_data_is_rejected) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    auto* w = b.initializer("w", {2}, {});
+    w->set_data_location(TensorProto::EXTERNAL);
+    auto* e = w->add_external_data();
+    e->set_key("location");
+    e->set_value("weights.bin");
+    b.node("Add", {"x", "w"}, {"y"});
+    b.output("y");
+    EXPECT_EQ(import_error(b), "tensor 'w' uses external data, which is not supported");
+}
+
+TEST(onnx_import, conv_shape_mismatch_is_prefixed_with_the_node) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {1, 3, 5, 5});
+    b.initializer("w", {4, 2, 3, 3}, std::vector<float>(72, 1.0f));
+    b.node("Conv", {"x", "w"}, {"y"}, "conv1");
+    b.output("y");
+    auto msg = import_error(b);
+    EXPECT_EQ(msg.rfind("node 'conv1' (Conv): convolution", 0), 0u) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+TEST(onnx_import, non_constant_reshape_shape) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.input("s", TensorProto::INT64, {2});
+    b.node("Reshape", {"x", "s"}, {"y"}, "n3");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "Reshape (node 'n3', opset 17): input 'shape' must be a constant");
+}
+
+TEST(onnx_import, wrong_input_count_is_an_error) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Add", {"x"}, {"y"}, "a");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "Add (node 'a', opset 17): expects 2 input(s), got 1");
+}
+
+TEST(onnx_import, opset_out_of_range_is_an_error) {
+    for (std::int64_t opset : {6, 22}) {
+        model_builder b(opset);
+        b.input("x", TensorProto::FLOAT, {2});
+        b.node("Relu", {"x"}, {"y"});
+        b.output("y");
+        auto msg = import_error(b);
+        EXPECT_NE(msg.find("opset " + std::to_string(opset)), std::string::npos) << msg;
+    }
+}
+
+TEST(onnx_import, symbolic_dims) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {-1, 3, -1}, {"N", "", "height"});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y");
+    auto msg = import_error(b);
+    EXPECT_NE(msg.find("input 'x'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'height'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--input-dim"), std::string::npos) << msg;
+
+    conflux::onnx::import_options given;
+    given.input_dims["x"] = {2, 3, 7};
+    auto p = b.import(given);
+    EXPECT_EQ(p.main().get_parameter("x")->get_shape().lens(), (dims{2, 3, 7}));
+
+    conflux::onnx::import_options wrong_dim;
+    wrong_dim.input_dims["x"] = {2, 4, 7};
+    msg = import_error(b, wrong_dim);
+    EXPECT_NE(msg.find("--input-dim x"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("fixes it to 3"), std::string::npos) << msg;
+
+    conflux::onnx::import_options wrong_rank;
+    wrong_rank.input_dims["x"] = {2, 3};
+    msg = import_error(b, wrong_rank);
+    EXPECT_NE(msg.find("rank 3"), std::string::npos) << msg;
+
+    conflux::onnx::import_options unknown;
+    unknown.input_dims["nope"] = {1};
+    msg = import_error(b, unknown);
+    EXPECT_NE(msg.find("'nope'"), std::string::npos) << msg;
+}
+
+TEST(onnx_import, symbolic_batch_takes_batch_option) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {-1, 3}, {"N"});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y");
+    EXPECT_EQ(b.import().main().get_parameter("x")->get_shape().lens(), (dims{1, 3}));
+    conflux::onnx::import_options o;
+    o.batch = 8;
+    EXPECT_EQ(b.import(o).main().get_parameter("x")->get_shape().lens(), (dims{8, 3}));
+}
+
+// ---- graph structure -------------------------------------------------------------------------
+
+TEST(onnx_import, raw_and_typed_initializers_give_identical_literals) {
+    struct variant {
+        int type;
+        std::string raw;
+        std::function<void(TensorProto&)> typed;
+    };
+    float fv[] = {1.5f, -2.0f, 0.25f};
+    std::int64_t iv[] = {-1, 0, 1LL << 40};
+    std::uint16_t hv[] = {0x3c00, 0xc000, 0x3400}; // f16 1, -2, 0.25
+    std::int8_t bv[] = {-128, 0, 127};
+    const char boolv[] = {1, 0, 1};
+    std::vector<variant> variants{
+        {TensorProto::FLOAT, std::string(reinterpret_cast<char*>(fv), sizeof fv),
+         [&](TensorProto& t) {
+             for (auto v : fv)
+                 t.add_float_data(v);
+         }},
+        {TensorProto::INT64, std::string(reinterpret_cast<char*>(iv), sizeof iv),
+         [&](TensorProto& t) {
+             for (auto v : iv)
+                 t.add_int64_data(v);
+         }},
+        {TensorProto::FLOAT16, std::string(reinterpret_cast<char*>(hv), sizeof hv),
+         [&](TensorProto& t) {
+             for (auto v : hv)
+                 t.add_int32_data(v);
+         }},
+        {TensorProto::INT8, std::string(reinterpret_cast<char*>(bv), sizeof bv),
+         [&](TensorProto& t) {
+             for (auto v : bv)
+                 t.add_int32_data(v);
+         }},
+        {TensorProto::BOOL, std::string(boolv, sizeof boolv),
+         [&](TensorProto& t) {
+             for (auto v : boolv)
+                 t.add_int32_data(v);
+         }},
+    };
+    for (const auto& v : variants) {
+        model_builder b;
+        for (const char* name : {"raw", "typed"}) {
+            auto* t = b.model.mutable_graph()->add_initializer();
+            t->set_name(name);
+            t->set_data_type(v.type);
+            t->add_dims(3);
+            if (std::string(name) == "raw")
+                t->set_raw_data(v.raw);
+            else
+                v.typed(*t);
+            b.output(name);
+        }
+        auto p = b.import();
+        const auto& raw = returned_literal(p, 0);
+        const auto& typed = returned_literal(p, 1);
+        EXPECT_TRUE(raw.same_values(typed)) << to_string(raw) << " vs " << to_string(typed);
+        EXPECT_EQ(raw.get_shape().lens(), (dims{3}));
+    }
+}
+
+TEST(onnx_import, raw_data_size_mismatch_is_an_error) {
+    model_builder b;
+    auto* t = b.initializer("w", {4}, {});
+    t->set_raw_data(std::string(8, '\0'));
+    b.output("w");
+    auto msg = import_error(b);
+    EXPECT_NE(msg.find("tensor 'w'"), std::string::npos) << msg;
+}
+
+TEST(onnx_import, initializer_listed_as_input_is_a_literal) {
+    model_builder b(8);
+    b.input("x", TensorProto::FLOAT, {2});
+    b.input("w", TensorProto::FLOAT, {2});
+    b.initializer("w", {2}, {10, 20});
+    b.node("Add", {"x", "w"}, {"y"});
+    b.output("y");
+    auto p = b.import();
+    EXPECT_EQ(p.main().parameters().size(), 1u);
+    expect_near(run1(p, {{"x", f32({2}, {1, 2})}}), {11, 22});
+}
+
+TEST(onnx_import, return_carries_output_names) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Relu", {"x"}, {"r"});
+    b.node("Neg", {"x"}, {"n"});
+    b.output("n");
+    b.output("r");
+    auto p = b.import();
+    EXPECT_EQ(p.main().output_names(), (std::vector<std::string>{"n", "r"}));
+}
+
+TEST(onnx_import, shape_arithmetic_folds_away) {
+    // x [2,3,4] -> Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) = [2, 12]
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3, 4});
+    b.initializer_i64("zero", {}, {0});
+    b.initializer_i64("axes0", {1}, {0});
+    b.initializer_i64("minus1", {1}, {-1});
+    b.node("Shape", {"x"}, {"s"});
+    b.node("Gather", {"s", "zero"}, {"n"});
+    b.node("Unsqueeze", {"n", "axes0"}, {"n1"});
+    set_int(b.node("Concat", {"n1", "minus1"}, {"shape"}), "axis", 0);
+    b.node("Reshape", {"x", "shape"}, {"y"});
+    b.output("y");
+    auto p = b.import();
+    for (const auto& ins : p.main()) {
+        EXPECT_TRUE(ins.is_param() || ins.is_return() || ins.name() == "reshape")
+            << p.main().to_string();
+    }
+    EXPECT_EQ(p.main().get_return()->inputs().at(0)->get_shape().lens(), (dims{2, 12}));
+    p.validate();
+}
+
+TEST(onnx_import, constant_of_shape_and_range_become_literals) {
+    model_builder b;
+    b.initializer_i64("shape", {2}, {2, 3});
+    auto* c = b.node("ConstantOfShape", {"shape"}, {"c"});
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(::onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(TensorProto::FLOAT);
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->add_float_data(7.0f);
+    b.initializer_i64("start", {}, {1});
+    b.initializer_i64("limit", {}, {10});
+    b.initializer_i64("delta", {}, {3});
+    b.node("Range", {"start", "limit", "delta"}, {"r"});
+    b.output("c");
+    b.output("r");
+    auto p = b.import();
+    EXPECT_EQ(to_vector<float>(returned_literal(p, 0)), std::vector<float>(6, 7.0f));
+    EXPECT_EQ(to_vector<std::int64_t>(returned_literal(p, 1)),
+              (std::vector<std::int64_t>{1, 4, 7}));
+}
+
+TEST(onnx_import, broadcasting_add_inserts_broadcast) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.input("y", TensorProto::FLOAT, {3});
+    b.node("Add", {"x", "y"}, {"z"});
+    b.output("z");
+    auto p = b.import();
+    EXPECT_TRUE(has_op(p, "broadcast")) << p.main().to_string();
+    expect_near(run1(p, {{"x", f32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"y", f32({3}, {10, 20, 30})}}),
+                {11, 22, 33, 14, 25, 36});
+}
+
+// ---- numerics --------------------------------------------------------------------------------
+
+TEST(onnx_import, gemm_with_trans_b_alpha_beta) {
+    model_builder b(11);
+    b.input("a", TensorProto::FLOAT, {2, 3});
+    b.input("w", TensorProto::FLOAT, {2, 3}); // B^T; an input, so its transpose stays a view
+    b.initializer("c", {2}, {100, 200});
+    auto* n = b.node("Gemm", {"a", "w", "c"}, {"y"}, "g");
+    set_int(n, "transB", 1);
+    set_float(n, "alpha", 2.0f);
+    set_float(n, "beta", 0.5f);
+    b.output("y");
+    auto p = b.import();
+    EXPECT_TRUE(has_op(p, "dot"));
+    EXPECT_TRUE(has_op(p, "transpose"));
+    // A B = [[1+3, 2], [4+6, 5]]; y = 2 A B + 0.5 c
+    expect_near(
+        run1(p, {{"a", f32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"w", f32({2, 3}, {1, 0, 1, 0, 1, 0})}}),
+        {58, 104, 70, 110});
+}
+
+TEST(onnx_import, matmul_with_vector_operands) {
+    model_builder b;
+    b.input("v", TensorProto::FLOAT, {3});
+    b.input("m", TensorProto::FLOAT, {3, 2});
+    b.node("MatMul", {"v", "m"}, {"y"});
+    b.output("y");
+    auto p = b.import();
+    auto y = ref::evaluate(p, {{"v", f32({3}, {1, 2, 3})}, {"m", f32({3, 2}, {1, 2, 3, 4, 5, 6})}});
+    EXPECT_EQ(y.at(0).get_shape().lens(), (dims{2}));
+    expect_near(to_vector<float>(y.at(0)), {22, 28});
+}
+
+TEST(onnx_import, conv_with_bias_and_same_upper) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {1, 1, 3, 3});
+    b.initializer("w", {1, 1, 2, 2}, {1, 1, 1, 1});
+    b.initializer("bias", {1}, {0.5f});
+    set_string(b.node("Conv", {"x", "w", "bias"}, {"y"}, "c"), "auto_pad", "SAME_UPPER");
+    b.output("y");
+    auto p = b.import();
+    // 2x2 box sums with one pad row/column at the end.
+    expect_near(run1(p, {{"x", f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9})}}),
+                {12.5, 16.5, 9.5, 24.5, 28.5, 15.5, 15.5, 17.5, 9.5});
+}
+
+TEST(onnx_import, softmax_before_opset_13_flattens) {
+    model_builder b(11);
+    b.input("x", TensorProto::FLOAT, {1, 2, 2});
+    set_int(b.node("Softmax", {"x"}, {"y"}), "axis", 1);
+    b.output("y");
+    auto p = b.import();
+    auto y = run1(p, {{"x", f32({1, 2, 2}, {0, 0, 0, std::log(5.0f)})}});
+    // One softmax over all four values.
+    expect_near(y, {0.125f, 0.125f, 0.125f, 0.625f});
+}
+
+TEST(onnx_import, clip_with_missing_min_and_mean) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {4});
+    b.initializer("hi", {}, {1.0f});
+    b.node("Clip", {"x", "", "hi"}, {"c"});
+    b.node("Mean", {"x", "c"}, {"y"});
+    b.output("y");
+    auto p = b.import();
+    expect_near(run1(p, {{"x", f32({4}, {-5, 0.5, 2, 4})}}), {-5, 0.5, 1.5, 2.5});
+}
+
+TEST(onnx_import, split_and_tile_and_pad) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.initializer_i64("sizes", {2}, {1, 2});
+    set_int(b.node("Split", {"x", "sizes"}, {"a", "bc"}), "axis", 1);
+    b.initializer_i64("reps", {2}, {1, 2});
+    b.node("Tile", {"a", "reps"}, {"t"});
+    b.initializer_i64("pads", {4}, {0, 1, 0, 0});
+    b.node("Pad", {"bc", "pads"}, {"p"});
+    b.output("t");
+    b.output("p");
+    auto p = b.import();
+    auto out = ref::evaluate(p, {{"x", f32({2, 3}, {1, 2, 3, 4, 5, 6})}});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].get_shape().lens(), (dims{2, 2}));
+    expect_near(to_vector<float>(out[0]), {1, 1, 4, 4});
+    EXPECT_EQ(out[1].get_shape().lens(), (dims{2, 3}));
+    expect_near(to_vector<float>(out[1]), {0, 2, 3, 0, 5, 6});
+}
+
+TEST(onnx_import, dropout_is_identity_with_true_mask) {
+    model_builder b(13);
+    b.input("x", TensorProto::FLOAT, {3});
+    b.node("Dropout", {"x"}, {"y", "mask"});
+    b.output("y");
+    b.output("mask");
+    auto p = b.import();
+    auto out = ref::evaluate(p, {{"x", f32({3}, {1, 2, 3})}});
+    ASSERT_EQ(out.size(), 2u);
+    expect_near(to_vector<float>(out[0]), {1, 2, 3});
+    EXPECT_EQ(out[1].get_shape().type(), dtype::boolean);
+    EXPECT_EQ(to_vector<int>(out[1]), (std::vector<int>{1, 1, 1}));
+}
+
+TEST(onnx_import, reduce_axes_attribute_and_input) {
+    for (std::int64_t opset : {11, 13}) {
+        model_builder b(opset);
+        b.input("x", TensorProto::FLOAT, {2, 3});
+        ::onnx::NodeProto* n = nullptr;
+        if (opset >= 13) {
+            b.initializer_i64("axes", {1}, {-1});
+            n = b.node("ReduceSum", {"x", "axes"}, {"y"});
+        } else {
+            n = b.node("ReduceSum", {"x"}, {"y"});
+            set_ints(n, "axes", {-1});
+        }
+        set_int(n, "keepdims", 0);
+        b.output("y");
+        auto p = b.import();
+        expect_near(run1(p, {{"x", f32({2, 3}, {1, 2, 3, 4, 5, 6})}}), {6, 15});
+    }
+}
+
+TEST(onnx_import, read_tensor_file_round_trips) {
+    TensorProto t;
+    t.set_name("input_0");
+    t.set_data_type(TensorProto::INT32);
+    t.add_dims(2);
+    for (int v : {7, -3})
+        t.add_int32_data(v);
+    auto path = std::filesystem::temp_directory_path() /
+                ("conflux_tensor_" + std::to_string(::getpid()) + ".pb");
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << t.SerializeAsString();
+    }
+    std::string name;
+    auto a = conflux::onnx::read_tensor_file(path.string(), &name);
+    std::filesystem::remove(path);
+    EXPECT_EQ(name, "input_0");
+    EXPECT_EQ(a.get_shape(), (shape{dtype::i32, {2}}));
+    EXPECT_EQ(to_vector<int>(a), (std::vector<int>{7, -3}));
+    auto msg = error_of([&] { conflux::onnx::read_tensor_file(path.string()); });
+    EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
+}
+
+TEST(onnx_import, slice_attributes_before_opset_10_and_inputs_after) {
+    for (std::int64_t opset : {9, 13}) {
+        model_builder b(opset);
+        b.input("x", TensorProto::FLOAT, {2, 4});
+        if (opset < 10) {
+            auto* n = b.node("Slice", {"x"}, {"y"});
+            set_ints(n, "starts", {1});
+            set_ints(n, "ends", {100});
+            set_ints(n, "axes", {-1});
+        } else {
+            b.initializer_i64("starts", {1}, {1});
+            b.initializer_i64("ends", {1}, {100});
+            b.initializer_i64("axes", {1}, {-1});
+            b.node("Slice", {"x", "starts", "ends", "axes"}, {"y"});
+        }
+        b.output("y");
+        auto p = b.import();
+        expect_near(run1(p, {{"x", f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}}), {2, 3, 4, 6, 7, 8});
+    }
+}
+
+TEST(onnx_import, squeeze_unsqueeze_axes_attribute_and_input) {
+    for (std::int64_t opset : {11, 13}) {
+        model_builder b(opset);
+        b.input("x", TensorProto::FLOAT, {1, 3});
+        if (opset < 13) {
+            set_ints(b.node("Squeeze", {"x"}, {"s"}), "axes", {0});
+            set_ints(b.node("Unsqueeze", {"s"}, {"y"}), "axes", {-1});
+        } else {
+            b.initializer_i64("a0", {1}, {0});
+            b.initializer_i64("a1", {1}, {-1});
+            b.node("Squeeze", {"x", "a0"}, {"s"});
+            b.node("Unsqueeze", {"s", "a1"}, {"y"});
+        }
+        b.output("y");
+        auto p = b.import();
+        EXPECT_EQ(p.main().get_return()->inputs().at(0)->get_shape().lens(), (dims{3, 1}));
+    }
+}
+
+TEST(onnx_import, split_num_outputs_opset_18_allows_a_short_last_part) {
+    model_builder b(18);
+    b.input("x", TensorProto::FLOAT, {5});
+    set_int(b.node("Split", {"x"}, {"a", "b"}), "num_outputs", 2);
+    b.output("a");
+    b.output("b");
+    auto p = b.import();
+    auto out = ref::evaluate(p, {{"x", f32({5}, {1, 2, 3, 4, 5})}});
+    ASSERT_EQ(out.size(), 2u);
+    expect_near(to_vector<float>(out[0]), {1, 2, 3});
+    expect_near(to_vector<float>(out[1]), {4, 5});
+}
+
+TEST(onnx_import, expand_broadcasts_both_ways) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {3, 1});
+    b.initializer_i64("shape", {3}, {2, 1, 4});
+    b.node("Expand", {"x", "shape"}, {"y"});
+    b.output("y");
+    auto p = b.import();
+    EXPECT_EQ(p.main().get_return()->inputs().at(0)->get_shape().lens(), (dims{2, 3, 4}));
+}
+
+TEST(onnx_import, clip_attributes_before_opset_11) {
+    model_builder b(7);
+    b.input("x", TensorProto::FLOAT, {3});
+    set_float(b.node("Clip", {"x"}, {"y"}), "min", 0.0f);
+    b.output("y");
+    auto p = b.import();
+    expect_near(run1(p, {{"x", f32({3}, {-1, 0.5, 7})}}), {0, 0.5, 7});
+}
+
+TEST(onnx_import, flatten_negative_axis_and_transpose_default_perm) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3, 4});
+    set_int(b.node("Flatten", {"x"}, {"f"}), "axis", -1);
+    b.node("Transpose", {"f"}, {"y"});
+    b.output("y");
+    auto p = b.import();
+    EXPECT_EQ(p.main().get_return()->inputs().at(0)->get_shape().lens(), (dims{4, 6}));
+}
+
+TEST(onnx_import, messages_stay_on_one_line) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Add", {"x", "bad\nname"}, {"y"}, "n\r1");
+    b.output("y");
+    auto msg = import_error(b);
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\r'), std::string::npos) << msg;
+}
