@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Writes the end-to-end model tests in the ONNX backend-test layout.
+
+Each model goes to data/<name>/model.onnx with data/<name>/test_data_set_0/{input,output}_N.pb;
+the expected outputs come from onnxruntime (graph optimisations off), an oracle independent of
+Conflux. The generated files are committed: CI runs them with no Python packages installed.
+One model also gets .npy copies of its inputs and expected outputs for the `conflux run` test.
+
+Usage: python3 tests/models/make_models.py   (needs onnx, numpy, onnxruntime)
+"""
+import os
+import shutil
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+OPSET = 17
+
+
+def rand(rng, shape, scale=1.0, dtype=np.float32):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def tensor_type(array):
+    return helper.np_dtype_to_tensor_dtype(array.dtype)
+
+
+def build(name, nodes, inputs, outputs, initializers):
+    """inputs: {name: array} (the test data); outputs: {name: (elem_type, shape)}."""
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(n, tensor_type(a), a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info(n, t, s) for n, (t, s) in outputs.items()],
+        initializer=initializers)
+    model = helper.make_model(graph, producer_name="conflux-tests",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def write(name, model, inputs, npy=False):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    output_names = [o.name for o in session.get_outputs()]
+    results = session.run(output_names, inputs)
+
+    directory = os.path.join(DATA, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    data_set = os.path.join(directory, "test_data_set_0")
+    os.makedirs(data_set)
+    onnx.save(model, os.path.join(directory, "model.onnx"))
+    for i, (input_name, value) in enumerate(inputs.items()):
+        onnx.save_tensor(numpy_helper.from_array(value, input_name),
+                         os.path.join(data_set, f"input_{i}.pb"))
+    for i, (output_name, value) in enumerate(zip(output_names, results)):
+        onnx.save_tensor(numpy_helper.from_array(value, output_name),
+                         os.path.join(data_set, f"output_{i}.pb"))
+    if npy:
+        npy_dir = os.path.join(directory, "npy")
+        os.makedirs(os.path.join(npy_dir, "expected"))
+        for input_name, value in inputs.items():
+            np.save(os.path.join(npy_dir, f"{input_name}.npy"), value)
+        for output_name, value in zip(output_names, results):
+            np.save(os.path.join(npy_dir, "expected", output_name.replace("/", "_") + ".npy"),
+                    value)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(directory) for f in fs)
+    assert size < 200 * 1024, f"{name} is {size} bytes"
+    print(f"{name}: {size} bytes, outputs " +
+          ", ".join(f"{n} {r.dtype}{list(r.shape)}" for n, r in zip(output_names, results)))
+
+
+def conv_add_relu_transpose_reshape(rng):
+    x = rand(rng, (2, 4, 10, 12))
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Add", ["c", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 3, 1]),
+        helper.make_node("Reshape", ["t", "shape"], ["y"]),
+    ]
+    inits = [const("w", rand(rng, (16, 4, 3, 3), 0.3)), const("b", rand(rng, (1, 16, 1, 1), 0.1)),
+             const("shape", np.array([2, -1, 16], dtype=np.int64))]
+    model = build("conv_add_relu_transpose_reshape", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [2, 120, 16])}, inits)
+    write("conv_add_relu_transpose_reshape", model, {"x": x})
+
+
+def matmul_gelu_heads(rng):
+    x = rand(rng, (2, 8, 32))
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["h"]),
+        # erf-GELU as exporters write it: 0.5 * h * (1 + erf(h / sqrt(2)))
+        helper.make_node("Div", ["h", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]),
+        helper.make_node("Mul", ["h", "e1"], ["g0"]),
+        helper.make_node("Mul", ["g0", "half"], ["g"]),
+        helper.make_node("Reshape", ["g", "heads"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["y"], perm=[0, 2, 1, 3]),
+    ]
+    inits = [const("w", rand(rng, (32, 64), 0.2)), const("b", rand(rng, (64,), 0.1)),
+             const("sqrt2", np.array(np.sqrt(2), dtype=np.float32)),
+             const("one", np.array(1, dtype=np.float32)),
+             const("half", np.array(0.5, dtype=np.float32)),
+             const("heads", np.array([2, 8, 4, 16], dtype=np.int64))]
+    model = build("matmul_gelu_heads", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [2, 4, 8, 16])}, inits)
+    write("matmul_gelu_heads", model, {"x": x})
+
+
+def grouped_strided_dilated_conv(rng):
+    x = rand(rng, (1, 8, 13, 11))
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], group=2, strides=[2, 1],
+                         dilations=[1, 2], pads=[1, 0, 2, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    inits = [const("w", rand(rng, (12, 4, 3, 3), 0.3)), const("b", rand(rng, (12,), 0.1))]
+    model = build("grouped_strided_dilated_conv", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [1, 12, 7, 8])}, inits)
+    write("grouped_strided_dilated_conv", model, {"x": x})
+
+
+def two_outputs(rng):
+    # The second output's name has a '/', which `conflux run --output-dir` must sanitise.
+    x = rand(rng, (1, 3, 8, 8))
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["features"]),
+        helper.make_node("Sigmoid", ["features"], ["s"]),
+        helper.make_node("Transpose", ["s"], ["head/logits"], perm=[0, 2, 3, 1]),
+    ]
+    inits = [const("w", rand(rng, (6, 3, 3, 3), 0.3))]
+    model = build("two_outputs", nodes, {"x": x},
+                  {"features": (TensorProto.FLOAT, [1, 6, 8, 8]),
+                   "head/logits": (TensorProto.FLOAT, [1, 8, 8, 6])}, inits)
+    write("two_outputs", model, {"x": x}, npy=True)
+
+
+def fp16_conv(rng):
+    x = rand(rng, (1, 4, 8, 8), 1.0, np.float16)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Add", ["c", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["y"], perm=[0, 2, 3, 1]),
+    ]
+    inits = [const("w", rand(rng, (8, 4, 3, 3), 0.2, np.float16)),
+             const("b", rand(rng, (1, 8, 1, 1), 0.1, np.float16))]
+    model = build("fp16_conv", nodes, {"x": x}, {"y": (TensorProto.FLOAT16, [1, 8, 8, 8])}, inits)
+    write("fp16_conv", model, {"x": x})
+
+
+def depthwise_clip_pool_gemm(rng):
+    x = rand(rng, (2, 8, 10, 10))
+    nodes = [
+        helper.make_node("Conv", ["x", "dw", "db"], ["c"], group=8, pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Clip", ["c", "lo", "hi"], ["r6"]),
+        helper.make_node("GlobalAveragePool", ["r6"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], transB=1),
+    ]
+    inits = [const("dw", rand(rng, (8, 1, 3, 3), 0.5)), const("db", rand(rng, (8,), 0.1)),
+             const("lo", np.array(0, dtype=np.float32)),
+             const("hi", np.array(6, dtype=np.float32)),
+             const("fw", rand(rng, (10, 8), 0.3)), const("fb", rand(rng, (10,), 0.1))]
+    model = build("depthwise_clip_pool_gemm", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [2, 10])}, inits)
+    write("depthwise_clip_pool_gemm", model, {"x": x})
+
+
+def conv_batchnorm_relu_maxpool(rng):
+    x = rand(rng, (1, 3, 12, 12))
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["n"],
+                         epsilon=1e-3),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    inits = [const("w", rand(rng, (6, 3, 3, 3), 0.3)),
+             const("scale", (1 + rand(rng, (6,), 0.1))), const("bias", rand(rng, (6,), 0.1)),
+             const("mean", rand(rng, (6,), 0.1)),
+             const("var", (0.5 + rng.random(6)).astype(np.float32))]
+    model = build("conv_batchnorm_relu_maxpool", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [1, 6, 6, 6])}, inits)
+    write("conv_batchnorm_relu_maxpool", model, {"x": x})
+
+
+def squeeze_unsqueeze_tail(rng):
+    x = rand(rng, (1, 4, 1, 8))
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 1, 0, 1], kernel_shape=[1, 3]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Squeeze", ["r", "sq_axes"], ["s"]),
+        helper.make_node("Transpose", ["s"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Unsqueeze", ["t", "unsq_axes"], ["y"]),
+    ]
+    inits = [const("w", rand(rng, (6, 4, 1, 3), 0.3)),
+             const("sq_axes", np.array([2], dtype=np.int64)),
+             const("unsq_axes", np.array([1], dtype=np.int64))]
+    model = build("squeeze_unsqueeze_tail", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [1, 1, 8, 6])}, inits)
+    write("squeeze_unsqueeze_tail", model, {"x": x})
+
+
+def main():
+    rng = np.random.default_rng(7)
+    conv_add_relu_transpose_reshape(rng)
+    matmul_gelu_heads(rng)
+    grouped_strided_dilated_conv(rng)
+    two_outputs(rng)
+    fp16_conv(rng)
+    depthwise_clip_pool_gemm(rng)
+    conv_batchnorm_relu_maxpool(rng)
+    squeeze_unsqueeze_tail(rng)
+
+
+if __name__ == "__main__":
+    main()

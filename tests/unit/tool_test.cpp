@@ -1,0 +1,151 @@
+// The conflux command-line tool as a user meets it: exit codes, and error messages that name the
+// input and the reason. Runs the built binary (CONFLUX_TOOL) on the bundled example model.
+#include "conflux/util/npy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace conflux;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct tool_result {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::ostringstream os;
+    os << in.rdbuf();
+    return os.str();
+}
+
+class tool : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() /
+               ("conflux_tool_" + std::to_string(::getpid()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    tool_result run(const std::string& args) const {
+        auto out = dir_ / "stdout.txt";
+        auto err = dir_ / "stderr.txt";
+        std::string cmd = std::string("'") + CONFLUX_TOOL + "' " + args + " >'" + out.string() +
+                          "' 2>'" + err.string() + "'";
+        int status = std::system(cmd.c_str());
+        tool_result r;
+        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        r.out = slurp(out);
+        r.err = slurp(err);
+        return r;
+    }
+
+    static std::string example() {
+        return std::string("'") + CONFLUX_SOURCE_DIR + "/examples/conv_block.onnx'";
+    }
+
+    fs::path dir_;
+};
+
+} // namespace
+
+TEST_F(tool, help_works_on_every_command) {
+    for (const char* args : {"--help", "read --help", "run --help"}) {
+        auto r = run(args);
+        EXPECT_EQ(r.exit_code, 0) << args;
+        EXPECT_NE(r.out.find("Usage:"), std::string::npos) << args;
+    }
+    EXPECT_NE(run("run --help").out.find("--output-dir"), std::string::npos);
+}
+
+TEST_F(tool, syntax_errors_exit_non_zero_without_being_user_errors) {
+    auto r = run("run");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.exit_code, 2);
+    EXPECT_NE(r.err.find("MODEL is required"), std::string::npos) << r.err;
+    EXPECT_NE(run("frobnicate").exit_code, 0);
+    EXPECT_NE(run("run x.onnx --target tpu").exit_code, 0);
+}
+
+TEST_F(tool, cuda_target_is_not_available) {
+    auto r = run("run " + example() + " --target cuda");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "conflux: error: target 'cuda' is not available in this build\n");
+}
+
+TEST_F(tool, missing_model_is_a_user_error) {
+    auto r = run("run '" + (dir_ / "nope.onnx").string() + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("conflux: error: model '"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nope.onnx"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, malformed_options_are_user_errors) {
+    auto r = run("run " + example() + " --input-dim x:1,three");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--input-dim 'x:1,three'"), std::string::npos) << r.err;
+    r = run("run " + example() + " --input x");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("expected NAME=FILE"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, read_prints_the_program) {
+    auto r = run("read " + example());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("module main"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("convolution"), std::string::npos) << r.out;
+}
+
+TEST_F(tool, run_fills_missing_inputs_and_says_so) {
+    auto r = run("run " + example() + " --seed 3");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("input 'x' not given"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("y: f32[1,256,8]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("mean"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("time:"), std::string::npos) << r.out;
+    // The seed decides the values.
+    EXPECT_EQ(run("run " + example() + " --seed 3").out.substr(0, r.out.find("time:")),
+              r.out.substr(0, r.out.find("time:")));
+}
+
+TEST_F(tool, unknown_input_name_lists_the_model_inputs) {
+    auto r = run("run " + example() + " --input nosuch=whatever.npy");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("'nosuch'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("x (f32[1,3,16,16])"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, mismatched_input_names_expected_and_got) {
+    auto file = (dir_ / "x.npy").string();
+    write_npy(file, from_vector<double>(dtype::f64, {1, 3}, std::vector<double>{1, 2, 3}));
+    auto r = run("run " + example() + " --input x=" + file);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("input 'x'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("expected f32[1,3,16,16], got f64[1,3]"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, run_writes_outputs_that_read_back) {
+    auto in = (dir_ / "x.npy").string();
+    write_npy(in, from_vector<float>(dtype::f32, {1, 3, 16, 16}, std::vector<float>(768, 0.5f)));
+    auto out_dir = dir_ / "outputs" / "nested";
+    auto r =
+        run("run " + example() + " --input x=" + in + " --output-dir '" + out_dir.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("not given"), std::string::npos) << r.err;
+    auto y = read_npy((out_dir / "y.npy").string());
+    EXPECT_EQ(y.get_shape().lens(), (dims{1, 256, 8}));
+    for (float v : to_vector<float>(y))
+        EXPECT_GE(v, 0.0f); // after relu
+}

@@ -1,0 +1,136 @@
+// conflux run MODEL: evaluates the model on given or random inputs and summarises each output.
+#include "commands.hpp"
+#include "input_loading.hpp"
+#include "options.hpp"
+
+#include "conflux/util/npy.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <set>
+#include <sstream>
+
+namespace conflux::tool {
+
+namespace {
+
+struct run_options {
+    model_options model;
+    target_options target;
+    std::vector<std::string> inputs;
+    std::uint64_t seed = 0;
+    std::string output_dir;
+};
+
+std::string format_number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+// "min -0.99 max 1.2 mean 0.013", over the non-NaN values, with the NaN count when there are any.
+std::string summarise(const argument& value) {
+    const shape& s = value.get_shape();
+    if (s.elements() == 0) return "(empty)";
+    auto values = to_vector<double>(value);
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -lo;
+    double sum = 0;
+    std::size_t nans = 0;
+    for (double v : values) {
+        if (std::isnan(v)) {
+            ++nans;
+            continue;
+        }
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        sum += v;
+    }
+    std::ostringstream os;
+    if (nans == values.size()) {
+        os << "all " << nans << " values NaN";
+        return os.str();
+    }
+    os << "min " << format_number(lo) << "  max " << format_number(hi) << "  mean "
+       << format_number(sum / double(values.size() - nans));
+    if (nans != 0) os << "  (" << nans << " NaN)";
+    return os.str();
+}
+
+// Output names become file names: a '/' would point into a directory that does not exist.
+std::string file_name_for(const std::string& name, std::size_t index) {
+    std::string out = name;
+    for (auto& c : out)
+        if (c == '/' || c == '\\') c = '_';
+    if (out.empty() || out == "." || out == "..") out = "output" + std::to_string(index);
+    return out;
+}
+
+int run(const run_options& options) {
+    check_target_available(options.target);
+    auto files = parse_input_files(options.inputs);
+    program p = load_model(options.model);
+    const module& m = p.main();
+    auto params = bind_inputs(m, files, options.seed, std::cerr);
+
+    auto start = std::chrono::steady_clock::now();
+    auto results = ref::evaluate(p, params);
+    auto stop = std::chrono::steady_clock::now();
+
+    auto names = m.output_names();
+    CONFLUX_ASSERT(names.size() == results.size(), "model returns ", results.size(),
+                   " values but names ", names.size());
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const shape& s = results[i].get_shape();
+        std::cout << names[i] << ": " << to_string(s.as_standard()) << "  " << summarise(results[i])
+                  << "\n";
+    }
+    double ms = std::chrono::duration<double, std::milli>(stop - start).count();
+    std::cout << "time: " << format_number(ms) << " ms (target " << options.target.target << ")\n";
+
+    if (!options.output_dir.empty()) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::create_directories(options.output_dir, ec);
+        CONFLUX_USER_CHECK(!ec, "--output-dir '", options.output_dir,
+                           "': cannot create it: ", ec.message());
+        std::set<std::string> used;
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            std::string base = file_name_for(names[i], i);
+            // Two names may sanitise alike ("a/b" and "a_b"); keep both files.
+            if (!used.insert(base).second) {
+                base += "_" + std::to_string(i);
+                used.insert(base);
+            }
+            auto path = (fs::path(options.output_dir) / (base + ".npy")).string();
+            write_npy(path, results[i]);
+            std::cout << "wrote " << path << "\n";
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+command add_run_command(CLI::App& app) {
+    auto options = std::make_shared<run_options>();
+    auto* sub = app.add_subcommand("run", "Run a model and summarise its outputs");
+    add_model_options(*sub, options->model);
+    add_target_options(*sub, options->target);
+    sub->add_option("--input", options->inputs,
+                    "Input value from a .npy or ONNX TensorProto .pb file (repeatable); inputs "
+                    "not given get random values")
+        ->type_name("NAME=FILE");
+    sub->add_option("--seed", options->seed, "Seed for the random inputs")->capture_default_str();
+    sub->add_option("--output-dir", options->output_dir,
+                    "Write each output to DIR/<output name>.npy")
+        ->type_name("DIR");
+    return {sub, [options] { return run(*options); }};
+}
+
+} // namespace conflux::tool
