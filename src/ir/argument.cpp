@@ -10,6 +10,14 @@ argument::argument(const shape& s) : shape_(s) {
     data_ = std::shared_ptr<std::byte>(new std::byte[n](), std::default_delete<std::byte[]>());
 }
 
+argument::argument(std::vector<argument> elements) {
+    std::vector<shape> shapes;
+    for (const auto& e : elements)
+        shapes.push_back(e.get_shape());
+    shape_ = shape{std::move(shapes)};
+    sub_arguments_ = std::move(elements);
+}
+
 argument argument::view(const shape& s, std::size_t offset) const {
     std::byte* p = data_.get() + offset * size_of(shape_.type());
     return {s, std::shared_ptr<std::byte>(data_, p)};

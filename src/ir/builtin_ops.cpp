@@ -25,4 +25,15 @@ argument return_op::eval(const shape&, const std::vector<argument>&) const {
     throw_internal_error("@return is handled by the evaluator");
 }
 
+shape get_tuple_elem::compute_shape(const std::vector<shape>& in) const {
+    check_input_count("get_tuple_elem", in, 1);
+    CONFLUX_USER_CHECK(in[0].is_tuple() && index < in[0].sub_shapes().size(),
+                       "get_tuple_elem: index ", index, " of ", to_string(in[0]));
+    return in[0].sub_shapes()[index];
+}
+
+argument get_tuple_elem::eval(const shape&, const std::vector<argument>& in) const {
+    return in[0].sub_arguments().at(index);
+}
+
 } // namespace conflux::op

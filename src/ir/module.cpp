@@ -1,4 +1,5 @@
 #include "conflux/ir/module.hpp"
+#include "conflux/ir/program.hpp"
 
 #include <algorithm>
 #include <ostream>
@@ -36,6 +37,11 @@ void module::unlink(instruction_ref ins) {
 std::list<instruction>::iterator module::find(instruction_ref ins) {
     CONFLUX_ASSERT(ins->parent_ == this, "instruction ", ins->name(), " is not in module ", name_);
     return ins->self_;
+}
+
+module& module::create_submodule(const std::string& prefix) {
+    CONFLUX_ASSERT(owner_ != nullptr, "module ", name_, " belongs to no program");
+    return owner_->create_module(owner_->unique_module_name(prefix));
 }
 
 bool module::contains(instruction_ref ins) const {

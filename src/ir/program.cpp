@@ -4,11 +4,29 @@
 
 namespace conflux {
 
+program::program(program&& other) noexcept : modules_(std::move(other.modules_)) {
+    for (auto& [name, m] : modules_)
+        m->owner_ = this;
+}
+
+program& program::operator=(program&& other) noexcept {
+    modules_ = std::move(other.modules_);
+    for (auto& [name, m] : modules_)
+        m->owner_ = this;
+    return *this;
+}
+
 module& program::create_module(const std::string& name) {
     CONFLUX_ASSERT(modules_.count(name) == 0, "module ", name, " already exists");
     auto& m = modules_[name];
     m = std::make_unique<module>(name);
+    m->owner_ = this;
     return *m;
+}
+
+std::string program::unique_module_name(const std::string& prefix) const {
+    for (std::size_t i = 0;; ++i)
+        if (modules_.count(prefix + std::to_string(i)) == 0) return prefix + std::to_string(i);
 }
 
 module* program::get_module(const std::string& name) const {

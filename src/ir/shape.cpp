@@ -21,6 +21,8 @@ shape::shape(dtype type, dims lens, dims strides)
     CONFLUX_ASSERT(lens_.size() == strides_.size(), "lens and strides differ in rank");
 }
 
+shape::shape(std::vector<shape> elements) : tuple_(true), sub_shapes_(std::move(elements)) {}
+
 std::size_t shape::elements() const {
     return std::accumulate(lens_.begin(), lens_.end(), std::size_t{1}, std::multiplies<>{});
 }
@@ -100,6 +102,12 @@ std::string to_string(const dims& d) {
 }
 
 std::string to_string(const shape& s) {
+    if (s.is_tuple()) {
+        std::string out = "(";
+        for (std::size_t i = 0; i < s.sub_shapes().size(); ++i)
+            out += (i ? ", " : "") + to_string(s.sub_shapes()[i]);
+        return out + ")";
+    }
     std::string out = std::string(to_string(s.type())) + "[" + to_string(s.lens()) + "]";
     if (!s.standard()) out += "{" + to_string(s.strides()) + "}";
     return out;

@@ -17,6 +17,10 @@ public:
     // Fresh zero-initialised storage for s (element_space() elements).
     explicit argument(const shape& s);
     argument(const shape& s, std::shared_ptr<std::byte> data) : shape_(s), data_(std::move(data)) {}
+    // A tuple of values (see shape's tuple form).
+    explicit argument(std::vector<argument> elements);
+
+    const std::vector<argument>& sub_arguments() const { return sub_arguments_; }
 
     const shape& get_shape() const { return shape_; }
     std::byte* data() const { return data_.get(); }
@@ -37,6 +41,7 @@ public:
 private:
     shape shape_;
     std::shared_ptr<std::byte> data_;
+    std::vector<argument> sub_arguments_;
 };
 
 // Reads every element in row-major logical order, converted to T.

@@ -40,4 +40,14 @@ struct return_op {
     bool operator==(const return_op&) const = default;
 };
 
+// Element `index` of a tuple-shaped value (an op with several results).
+struct get_tuple_elem {
+    std::size_t index = 0;
+    std::string name() const { return "get_tuple_elem"; }
+    nlohmann::json attributes() const { return {{"index", index}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape&, const std::vector<argument>& in) const;
+    bool operator==(const get_tuple_elem&) const = default;
+};
+
 } // namespace conflux::op

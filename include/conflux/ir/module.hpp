@@ -14,6 +14,25 @@
 
 namespace conflux {
 
+class program;
+class module;
+
+// What one parameter of a split part is bound to: an argument of the original call (`arg`), or,
+// for a split placeholder, output `output` of the earlier part `part` (the caller rewires it).
+struct split_input {
+    instruction_ref arg = nullptr;
+    int part = -1;
+    std::size_t output = 0;
+    bool is_placeholder() const { return part >= 0; }
+};
+
+// One part of a split module: a new module of the same program and what each of its parameters
+// (in order) is bound to.
+struct split_part {
+    module* mod = nullptr;
+    std::vector<split_input> inputs;
+};
+
 class module {
 public:
     explicit module(std::string name = "main") : name_(std::move(name)) {}
@@ -21,6 +40,11 @@ public:
     module& operator=(const module&) = delete;
 
     const std::string& name() const { return name_; }
+
+    // Creates a new module in the program that owns this one, named `prefix` plus a number that
+    // makes it unique. Fusion passes put the submodules of fused ops there.
+    module& create_submodule(const std::string& prefix);
+    program* owner() const { return owner_; }
 
     instruction_ref add_parameter(const std::string& name, const shape& s);
     instruction_ref add_literal(argument value);
@@ -57,6 +81,18 @@ public:
     instruction_ref get_return() const;                           // nullptr when absent
     std::vector<std::string> output_names() const;                // from the return, or "output<i>"
 
+    // Splits this module (called with `args`, one per parameter in order) into two parts at the
+    // values `splits`: part 1 is the closure feeding them and returns them; part 2 takes one new
+    // parameter per split (standard shape) plus the original parameters it still reads and
+    // returns the original returns. The 3-way form splits part 2 again at `splits2`. Evaluating
+    // the parts in sequence equals evaluating the whole. The parts are new modules of the owning
+    // program; this module is unchanged.
+    std::vector<split_part> split(const std::vector<instruction_ref>& args,
+                                  const std::vector<instruction_ref>& splits) const;
+    std::vector<split_part> split(const std::vector<instruction_ref>& args,
+                                  const std::vector<instruction_ref>& splits1,
+                                  const std::vector<instruction_ref>& splits2) const;
+
     // Throws internal_error naming the instruction when the module is inconsistent.
     void validate() const;
 
@@ -72,8 +108,10 @@ private:
     static void link(instruction_ref ins);
     static void unlink(instruction_ref ins);
 
+    friend class program;
     std::string name_;
     std::list<instruction> instructions_;
+    program* owner_ = nullptr;
 };
 
 } // namespace conflux

@@ -14,14 +14,17 @@ public:
     program() { create_module("main"); }
     program(const program&) = delete;
     program& operator=(const program&) = delete;
-    program(program&&) = default;
-    program& operator=(program&&) = default;
+    // Modules keep a pointer to their owner, so moves re-point them.
+    program(program&& other) noexcept;
+    program& operator=(program&& other) noexcept;
 
     module& main() { return *modules_.at("main"); }
     const module& main() const { return *modules_.at("main"); }
 
     module& create_module(const std::string& name);
     module* get_module(const std::string& name) const;
+    // `prefix` followed by the smallest number not yet used as a module name.
+    std::string unique_module_name(const std::string& prefix) const;
     const std::map<std::string, std::unique_ptr<module>>& modules() const { return modules_; }
 
     void validate() const;

@@ -20,6 +20,12 @@ public:
     shape() = default;
     shape(dtype type, dims lens); // standard strides
     shape(dtype type, dims lens, dims strides);
+    // A tuple of shapes: the result of an op that returns several values (a fused op with extra
+    // returns). Its elements are read with get_tuple_elem.
+    explicit shape(std::vector<shape> elements);
+
+    bool is_tuple() const { return tuple_; }
+    const std::vector<shape>& sub_shapes() const { return sub_shapes_; }
 
     dtype type() const { return type_; }
     const dims& lens() const { return lens_; }
@@ -54,9 +60,11 @@ private:
     dtype type_ = dtype::f32;
     dims lens_;
     dims strides_;
+    bool tuple_ = false;
+    std::vector<shape> sub_shapes_;
 };
 
-// "f32[2,3,4]" for standard shapes, "f32[2,3,4]{1,8,2}" otherwise.
+// "f32[2,3,4]" for standard shapes, "f32[2,3,4]{1,8,2}" otherwise, "(a, b)" for tuples.
 std::string to_string(const shape& s);
 std::string to_string(const dims& d);
 
