@@ -102,14 +102,40 @@ void module::replace_instruction(instruction_ref ins, const operation& op,
 
 void module::replace_all_uses(instruction_ref old_ins, instruction_ref new_ins) {
     if (old_ins == new_ins) return;
-    CONFLUX_ASSERT(old_ins->get_shape() == new_ins->get_shape() || old_ins->outputs().empty(),
-                   "replace_all_uses: shape ", conflux::to_string(old_ins->get_shape()), " vs ",
-                   conflux::to_string(new_ins->get_shape()));
-    auto users = old_ins->outputs_;
-    for (auto* user : users) {
-        unlink(user);
-        std::replace(user->inputs_.begin(), user->inputs_.end(), old_ins, new_ins);
-        link(user);
+    const auto& a = old_ins->get_shape();
+    const auto& b = new_ins->get_shape();
+    CONFLUX_ASSERT(a.lens() == b.lens() && a.type() == b.type() && a.is_tuple() == b.is_tuple() &&
+                       (!a.is_tuple() || a.sub_shapes().size() == b.sub_shapes().size()),
+                   "replace_all_uses: ", conflux::to_string(a), " vs ", conflux::to_string(b));
+    // When only strides differ, users see new strides: their shapes (which may follow their
+    // inputs' layout, as elementwise outputs and views do) are recomputed, transitively while
+    // they change. Values and lens never change.
+    auto unique_users = [](instruction_ref ins) {
+        auto users = ins->outputs_;
+        std::sort(users.begin(), users.end());
+        users.erase(std::unique(users.begin(), users.end()), users.end());
+        return users;
+    };
+    auto recompute = [&](instruction_ref user, instruction_ref from, instruction_ref to) {
+        const shape before = user->get_shape();
+        auto inputs = user->inputs_;
+        std::replace(inputs.begin(), inputs.end(), from, to);
+        replace_instruction(user, user->op_, std::move(inputs), user->modules_, true);
+        if (user->is_return()) return false;
+        const auto& after = user->get_shape();
+        CONFLUX_ASSERT(after.lens() == before.lens() && after.type() == before.type(),
+                       "replace_all_uses: recomputing ", user->name(), " changed it from ",
+                       conflux::to_string(before), " to ", conflux::to_string(after));
+        return after != before;
+    };
+    std::vector<instruction_ref> changed;
+    for (auto* user : unique_users(old_ins))
+        if (recompute(user, old_ins, new_ins)) changed.push_back(user);
+    while (!changed.empty()) {
+        auto* ins = changed.back();
+        changed.pop_back();
+        for (auto* user : unique_users(ins))
+            if (recompute(user, ins, ins)) changed.push_back(user);
     }
 }
 

@@ -1,6 +1,8 @@
 #include "conflux/ir/program.hpp"
 
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace conflux {
 
@@ -32,6 +34,21 @@ std::string program::unique_module_name(const std::string& prefix) const {
 module* program::get_module(const std::string& name) const {
     auto it = modules_.find(name);
     return it == modules_.end() ? nullptr : it->second.get();
+}
+
+void program::remove_unreachable_modules() {
+    std::set<const module*> reached;
+    std::vector<const module*> work{&main()};
+    while (!work.empty()) {
+        const module* m = work.back();
+        work.pop_back();
+        if (!reached.insert(m).second) continue;
+        for (const auto& ins : *m)
+            for (const auto* sub : ins.module_inputs())
+                work.push_back(sub);
+    }
+    std::erase_if(modules_,
+                  [&](const auto& entry) { return reached.count(entry.second.get()) == 0; });
 }
 
 void program::validate() const {

@@ -60,17 +60,58 @@ tap_range valid_outputs(std::ptrdiff_t offset, std::size_t len, std::size_t stri
     return r;
 }
 
+// Channels-last axis order <-> ONNX's: output axis i is input axis perm[i].
+std::vector<std::size_t> to_channels_first(std::size_t rank) {
+    std::vector<std::size_t> p{0, rank - 1};
+    for (std::size_t i = 1; i + 1 < rank; ++i)
+        p.push_back(i);
+    return p;
+}
+
+std::vector<std::size_t> to_channels_last(std::size_t rank) {
+    std::vector<std::size_t> p{0};
+    for (std::size_t i = 2; i < rank; ++i)
+        p.push_back(i);
+    p.push_back(1);
+    return p;
+}
+
+// The same memory with its axes reordered (a view; nothing is copied).
+shape permuted(const shape& s, const std::vector<std::size_t>& perm) {
+    if (s.rank() != perm.size()) return s; // rank errors are reported by the shape checks
+    dims lens, strides;
+    for (auto p : perm) {
+        lens.push_back(s.lens()[p]);
+        strides.push_back(s.strides()[p]);
+    }
+    return {s.type(), lens, strides};
+}
+
 } // namespace
 
 nlohmann::json convolution::attributes() const {
-    return {{"padding", padding}, {"stride", stride}, {"dilation", dilation}, {"group", group}};
+    nlohmann::json j = {
+        {"padding", padding}, {"stride", stride}, {"dilation", dilation}, {"group", group}};
+    // Printed only when set, so the text of every NCHW program stays as it was.
+    if (channels_last) j["channels_last"] = true;
+    return j;
 }
 
 shape convolution::compute_shape(const std::vector<shape>& in) const {
+    check_input_count(name(), in, 2);
+    if (!channels_last) return nchw_shape(in[0], in[1]);
+    const std::size_t rank = in[0].rank();
+    CONFLUX_USER_CHECK(rank >= 3 && rank <= 5, name(),
+                       ": channels-last input must be [N, spatial..., C] with 1 to 3 spatial "
+                       "axes, got ",
+                       to_string(in[0]));
+    auto out = nchw_shape(permuted(in[0], to_channels_first(rank)),
+                          permuted(in[1], to_channels_first(rank)));
+    return {out.type(), permuted(out, to_channels_last(rank)).lens()};
+}
+
+shape convolution::nchw_shape(const shape& x, const shape& w) const {
     const std::string op = name();
-    check_input_count(op, in, 2);
-    const auto& x = in[0];
-    const auto& w = in[1];
     CONFLUX_USER_CHECK(x.rank() >= 3 && x.rank() <= 5, op,
                        ": input must be [N, C, spatial...] with 1 to 3 spatial axes, got ",
                        to_string(x));
@@ -101,6 +142,19 @@ shape convolution::compute_shape(const std::vector<shape>& in) const {
 }
 
 argument convolution::eval(const shape& out, const std::vector<argument>& in) const {
+    if (!channels_last) return nchw_eval(out, in[0], in[1]);
+    // The reference reads its inputs through their strides anyway, so channels-last data is
+    // evaluated as a permuted view of itself; only the result is reordered (copied).
+    const std::size_t rank = out.rank();
+    auto x = in[0].view(permuted(in[0].get_shape(), to_channels_first(rank)));
+    auto w = in[1].view(permuted(in[1].get_shape(), to_channels_first(rank)));
+    auto y = nchw_eval(nchw_shape(x.get_shape(), w.get_shape()), x, w);
+    return y.view(permuted(y.get_shape(), to_channels_last(rank))).contiguous();
+}
+
+argument convolution::nchw_eval(const shape& out, const argument& x_arg,
+                                const argument& w_arg) const {
+    const argument in[2] = {x_arg, w_arg};
     const auto& xs = in[0].get_shape();
     const auto& ws = in[1].get_shape();
     const std::size_t nd = xs.rank() - 2;

@@ -26,6 +26,8 @@ void run_passes(module& m, const std::vector<pass>& passes, const pass_trace& tr
         if (trace.out && trace.print_passes) *trace.out << "pass: " << p.name() << "\n";
         try {
             p.apply(m);
+            if (m.owner() != nullptr && &m.owner()->main() == &m)
+                m.owner()->remove_unreachable_modules();
             validate_owner(m);
         } catch (const user_error&) {
             throw;

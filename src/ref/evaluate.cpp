@@ -79,6 +79,10 @@ std::vector<argument> evaluate_positional(const module& m, const std::vector<arg
 
 } // namespace
 
+std::vector<argument> evaluate(const module& m, const std::vector<argument>& args) {
+    return evaluate_positional(m, args);
+}
+
 std::vector<argument> evaluate(const module& m, const parameter_map& params) {
     return run(m, [&](const instruction& ins) {
         const auto* p = ins.get_operator().get_if<op::param>();

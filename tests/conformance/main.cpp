@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     std::string filter;
     bool verbose = false;
     std::size_t min_passed = 0;
+    conflux::conformance::run_options run_options;
     std::vector<std::string> roots;
     app.add_option("--target", target, "Target to run on")
         ->check(CLI::IsMember({"ref"}))
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--filter", filter, "Run only tests whose name contains this");
     app.add_flag("-v,--verbose", verbose, "Print every test's result as it finishes");
+    app.add_flag("--optimize", run_options.optimize,
+                 "Run the target-independent passes before evaluating");
     app.add_option("--min-passed", min_passed,
                    "Fail unless at least this many tests pass (guards against passes silently "
                    "turning into skips)");
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
     std::mutex print_mutex;
     auto worker = [&] {
         for (std::size_t i = next++; i < tests.size(); i = next++) {
-            results[i] = run_test(tests[i]);
+            results[i] = run_test(tests[i], run_options);
             if (verbose) {
                 static const char* const words[] = {"PASS", "FAIL", "SKIP"};
                 std::lock_guard lock(print_mutex);

@@ -3,6 +3,8 @@
 #include "compare.hpp"
 
 #include "conflux/onnx/import.hpp"
+#include "conflux/passes/pass_manager.hpp"
+#include "conflux/passes/pipeline.hpp"
 #include "conflux/ref/evaluate.hpp"
 
 #include <onnx/onnx.pb.h>
@@ -117,7 +119,7 @@ std::optional<verdict> import_failure(const user_error& e) {
 }
 
 std::optional<verdict> run_data_set(const test_case& test, const model_signature& sig,
-                                    const fs::path& set) {
+                                    const fs::path& set, const run_options& run) {
     if (!sig.parsed) {
         // Let the importer say what is wrong with the file.
         try {
@@ -175,6 +177,8 @@ std::optional<verdict> run_data_set(const test_case& test, const model_signature
         }
     }
 
+    if (run.optimize) run_passes(p.main(), target_independent_passes());
+
     ref::parameter_map params;
     for (auto& in : inputs)
         if (options.constant_inputs.count(in.name) == 0) params[in.name] = std::move(in.value);
@@ -230,13 +234,13 @@ std::vector<test_case> discover_tests(const fs::path& root, const std::string& f
     return tests;
 }
 
-test_result run_test(const test_case& test) {
+test_result run_test(const test_case& test, const run_options& options) {
     test_result r{test.name, outcome::passed, {}, 0};
     auto start = std::chrono::steady_clock::now();
     try {
         auto sig = read_signature(test.dir / "model.onnx");
         for (const auto& set : data_sets(test.dir)) {
-            if (auto v = run_data_set(test, sig, set)) {
+            if (auto v = run_data_set(test, sig, set, options)) {
                 r.result = v->result;
                 r.reason = std::move(v->reason);
                 break;

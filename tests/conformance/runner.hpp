@@ -27,7 +27,12 @@ struct test_result {
     double seconds = 0;
 };
 
+struct run_options {
+    // Interpret the program after the target-independent passes instead of as imported.
+    bool optimize = false;
+};
+
 // Never throws: every problem becomes a failed (or, when unsupported, skipped) result.
-test_result run_test(const test_case& test);
+test_result run_test(const test_case& test, const run_options& options = {});
 
 } // namespace conflux::conformance

@@ -132,7 +132,7 @@ TEST(reference, evaluates_in_order_and_checks_inputs) {
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(to_vector<float>(out[0]), (std::vector<float>{25, 40, 50}));
     EXPECT_EQ(to_vector<float>(out[1]), (std::vector<float>{1.5f, 2, 2}));
-    EXPECT_THROW(ref::evaluate(m, {}), user_error);
+    EXPECT_THROW(ref::evaluate(m, ref::parameter_map{}), user_error);
     EXPECT_THROW(ref::evaluate(m, {{"x", f32({2}, {1, 2})}}), user_error);
 }
 

@@ -15,5 +15,6 @@ struct command {
 
 command add_read_command(CLI::App& app);
 command add_run_command(CLI::App& app);
+command add_compile_command(CLI::App& app);
 
 } // namespace conflux::tool

@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "conflux 0.1.0");
 
-    std::vector<command> commands{add_read_command(app), add_run_command(app)};
+    std::vector<command> commands{add_read_command(app), add_compile_command(app),
+                                  add_run_command(app)};
 
     try {
         app.parse(argc, argv);

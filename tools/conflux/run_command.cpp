@@ -3,6 +3,8 @@
 #include "input_loading.hpp"
 #include "options.hpp"
 
+#include "conflux/passes/pass_manager.hpp"
+#include "conflux/passes/pipeline.hpp"
 #include "conflux/util/npy.hpp"
 
 #include <chrono>
@@ -25,6 +27,7 @@ struct run_options {
     std::vector<std::string> inputs;
     std::uint64_t seed = 0;
     std::string output_dir;
+    bool optimize = false;
 };
 
 std::string format_number(double v) {
@@ -75,6 +78,9 @@ int run(const run_options& options) {
     check_target_available(options.target);
     auto files = parse_input_files(options.inputs);
     program p = load_model(options.model);
+    // The reference target normally interprets the graph as imported; --optimize interprets it
+    // after the target-independent passes, which checks the passes on this model.
+    if (options.optimize) run_passes(p.main(), target_independent_passes());
     const module& m = p.main();
     auto params = bind_inputs(m, files, options.seed, std::cerr);
 
@@ -130,6 +136,9 @@ command add_run_command(CLI::App& app) {
     sub->add_option("--output-dir", options->output_dir,
                     "Write each output to DIR/<output name>.npy")
         ->type_name("DIR");
+    sub->add_flag("--optimize", options->optimize,
+                  "Run the target-independent passes (simplify, layout, fusion) before "
+                  "interpreting");
     return {sub, [options] { return run(*options); }};
 }
 

@@ -62,7 +62,8 @@ public:
     void replace_instruction(instruction_ref ins, const operation& op,
                              std::vector<instruction_ref> inputs, std::vector<module*> modules = {},
                              bool allow_shape_change = false);
-    // Points every user of `old_ins` at `new_ins` instead (shapes must match).
+    // Points every user of `old_ins` at `new_ins` instead. Lens and dtype must match; when only
+    // strides differ, the users' shapes are recomputed (transitively, while they change).
     void replace_all_uses(instruction_ref old_ins, instruction_ref new_ins);
     // Removes an instruction nobody uses.
     void remove_instruction(instruction_ref ins);

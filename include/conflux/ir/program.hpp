@@ -27,6 +27,10 @@ public:
     std::string unique_module_name(const std::string& prefix) const;
     const std::map<std::string, std::unique_ptr<module>>& modules() const { return modules_; }
 
+    // Removes every module that main does not reach through instructions' submodules (fusion
+    // leaves some behind when it inlines one fused op into another).
+    void remove_unreachable_modules();
+
     void validate() const;
     // Submodules first (sorted by name), then main.
     std::string to_string() const;

@@ -2,6 +2,9 @@
 // [K, C/group, kernel...]; output [N, K, out spatial...]. Any input strides (so an NHWC-ordered
 // input is just an input with permuted strides). An empty padding/stride/dilation means ONNX's
 // default (zeros/ones). Bias is not an input: the importer adds it as a separate add.
+//
+// channels_last (set by layout_nhwc): input [N, spatial..., C], weights [K, kernel..., C/group]
+// (KRSC), output [N, out spatial..., K]. Same arithmetic; only the axis order differs.
 #pragma once
 
 #include "conflux/ir/operation.hpp"
@@ -13,6 +16,7 @@ struct convolution {
     std::vector<std::size_t> stride;   // nd values
     std::vector<std::size_t> dilation; // nd values
     std::size_t group = 1;
+    bool channels_last = false;
 
     std::string name() const { return "convolution"; }
     nlohmann::json attributes() const;
@@ -20,6 +24,11 @@ struct convolution {
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const convolution&) const = default;
+
+private:
+    // The ONNX-order computation that channels_last reduces to by permuting views.
+    shape nchw_shape(const shape& x, const shape& w) const;
+    argument nchw_eval(const shape& out, const argument& x, const argument& w) const;
 };
 
 } // namespace conflux::op

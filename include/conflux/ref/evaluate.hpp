@@ -17,6 +17,10 @@ using parameter_map = std::map<std::string, argument>;
 // naming it. Returns the values of the module's return, in order.
 std::vector<argument> evaluate(const module& m, const parameter_map& params);
 
+// Evaluates `m` with `args` bound to its parameters in order (same checks as above). This is how
+// submodules and the parts of a split module are run.
+std::vector<argument> evaluate(const module& m, const std::vector<argument>& args);
+
 inline std::vector<argument> evaluate(const program& p, const parameter_map& params) {
     return evaluate(p.main(), params);
 }

@@ -1,0 +1,33 @@
+#include "passes/copy_instructions.hpp"
+
+#include "conflux/ir/errors.hpp"
+
+namespace conflux {
+
+instruction_ref copy_instruction(module& dst, instruction_ref ins, instruction_map& map) {
+    CONFLUX_ASSERT(!ins->is_param() && !ins->is_return(), "copy_instruction: cannot copy ",
+                   ins->name(), " into module ", dst.name());
+    std::vector<instruction_ref> inputs;
+    inputs.reserve(ins->inputs().size());
+    for (auto* in : ins->inputs()) {
+        auto it = map.find(in);
+        CONFLUX_ASSERT(it != map.end(), "copy_instruction: input ", in->name(), " of ", ins->name(),
+                       " has no copy in module ", dst.name());
+        inputs.push_back(it->second);
+    }
+    auto copy = dst.add_instruction(ins->get_operator(), std::move(inputs), ins->module_inputs());
+    map[ins] = copy;
+    return copy;
+}
+
+std::vector<instruction_ref> copy_instructions(module& dst,
+                                               const std::vector<instruction_ref>& instructions,
+                                               instruction_map& map) {
+    std::vector<instruction_ref> copies;
+    copies.reserve(instructions.size());
+    for (auto* ins : instructions)
+        copies.push_back(copy_instruction(dst, ins, map));
+    return copies;
+}
+
+} // namespace conflux

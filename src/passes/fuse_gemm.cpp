@@ -1,0 +1,258 @@
+// From:
+//   @2 = convolution(%x, %w)   @3 = pointwise(@2, %b) [pointwise0]   @4 = transpose{..}(@3)
+// To:
+//   @2 = fused_gemm(%x, %w, %b) [fused_gemm0]
+//   module fused_gemm0 { x0, x1, x2 -> convolution -> <pointwise0's body inlined> -> transpose
+//                        -> return }
+//
+// The chain is anchor -> [views] -> pointwise -> [layout tail]. Parameters are the anchor's
+// inputs (x0, x1) then the pointwise op's other inputs (x2, ...), so equal patterns give equal
+// submodule text. A chain value also used outside becomes an extra return; the fused op's result
+// is then a tuple and those users read it with get_tuple_elem.
+#include "conflux/passes/fuse_gemm.hpp"
+
+#include "conflux/ir/program.hpp"
+#include "conflux/ops/fused.hpp"
+#include "passes/copy_instructions.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace conflux {
+
+namespace {
+
+bool is_anchor(instruction_ref ins) {
+    return ins->name() == "convolution" || ins->name() == "dot";
+}
+
+// Views allowed between the anchor and its epilogue. A broadcast is not: the gemm kernel would
+// have to recompute or replicate its result.
+bool is_anchor_view(instruction_ref ins) {
+    static const std::unordered_set<std::string> names{"transpose", "reshape", "squeeze",
+                                                       "unsqueeze", "flatten", "slice"};
+    return names.contains(ins->name()) && ins->get_operator().traits().view;
+}
+
+// Ops that only change how the result is indexed and stored.
+bool is_layout_op(instruction_ref ins) {
+    static const std::unordered_set<std::string> names{"transpose", "reshape", "squeeze",
+                                                       "unsqueeze", "flatten"};
+    return names.contains(ins->name());
+}
+
+struct chain {
+    instruction_ref anchor = nullptr;
+    std::vector<instruction_ref> views; // anchor -> ... -> the input of `epilogue`
+    instruction_ref epilogue = nullptr; // the pointwise op, or nullptr
+    std::vector<instruction_ref> tail;  // single-use layout ops after the epilogue (or anchor)
+};
+
+// Depth-first along the anchor's users (in module order) through views to the first pointwise
+// op; `path` holds the views walked.
+bool find_epilogue(instruction_ref ins, std::vector<instruction_ref>& path, chain& c) {
+    for (auto* user : ins->outputs()) {
+        if (user->name() == "pointwise") {
+            c.epilogue = user;
+            c.views = path;
+            return true;
+        }
+    }
+    for (auto* user : ins->outputs()) {
+        if (!is_anchor_view(user)) continue;
+        path.push_back(user);
+        if (find_epilogue(user, path, c)) return true;
+        path.pop_back();
+    }
+    return false;
+}
+
+std::vector<instruction_ref> layout_tail(instruction_ref from) {
+    std::vector<instruction_ref> tail;
+    auto* cur = from;
+    while (cur->outputs().size() == 1 && is_layout_op(cur->outputs().front())) {
+        cur = cur->outputs().front();
+        tail.push_back(cur);
+    }
+    return tail;
+}
+
+// The pointwise body may broadcast one of its parameters; when that parameter is the anchor's
+// (viewed) result the broadcast would sit after the anchor, which the gemm kernel cannot hold.
+bool broadcasts_chain_input(instruction_ref epilogue,
+                            const std::unordered_set<instruction_ref>& chain_values) {
+    const module& body = *epilogue->module_inputs().front();
+    auto params = body.parameters();
+    std::unordered_set<instruction_ref> reached;
+    for (std::size_t i = 0; i < params.size(); ++i)
+        if (chain_values.contains(epilogue->inputs()[i])) reached.insert(params[i]);
+    for (auto& ins : body) {
+        bool from_chain = std::any_of(ins.inputs().begin(), ins.inputs().end(),
+                                      [&](instruction_ref in) { return reached.contains(in); });
+        if (!from_chain) continue;
+        if (ins.name() == "broadcast") return true;
+        reached.insert(const_cast<instruction_ref>(&ins));
+    }
+    return false;
+}
+
+std::vector<instruction_ref> chain_members(const chain& c) {
+    std::vector<instruction_ref> all{c.anchor};
+    all.insert(all.end(), c.views.begin(), c.views.end());
+    if (c.epilogue) all.push_back(c.epilogue);
+    all.insert(all.end(), c.tail.begin(), c.tail.end());
+    return all;
+}
+
+// Parameters in their deterministic order: the anchor's inputs, then the epilogue's inputs that
+// are not chain values. Each distinct value once.
+std::vector<instruction_ref> outside_inputs(const chain& c) {
+    std::unordered_set<instruction_ref> members;
+    for (auto* ins : chain_members(c))
+        members.insert(ins);
+    std::vector<instruction_ref> out;
+    auto add = [&](instruction_ref in) {
+        if (!members.contains(in) && std::find(out.begin(), out.end(), in) == out.end())
+            out.push_back(in);
+    };
+    for (auto* in : c.anchor->inputs())
+        add(in);
+    if (c.epilogue)
+        for (auto* in : c.epilogue->inputs())
+            add(in);
+    return out;
+}
+
+// Where the fused op goes: after the anchor and after its latest outside input. Valid when every
+// outside user of a chain value comes later (else fusing would need a reorder, or would make a
+// cycle when an epilogue input depends on the anchor); nullopt when not.
+std::optional<instruction_ref> insertion_point(module& m, const chain& c) {
+    auto members = chain_members(c);
+    std::unordered_set<instruction_ref> member_set(members.begin(), members.end());
+    auto inputs = outside_inputs(c);
+    std::unordered_set<instruction_ref> input_set(inputs.begin(), inputs.end());
+    instruction_ref pos = nullptr;
+    bool passed_anchor = false;
+    std::size_t inputs_left = inputs.size();
+    for (auto& ins : m) {
+        auto* p = &ins;
+        if (p == c.anchor) passed_anchor = true;
+        if (input_set.contains(p)) --inputs_left;
+        if (passed_anchor && inputs_left == 0) {
+            pos = p;
+            break;
+        }
+    }
+    // Every outside user of a chain value must come after `pos`.
+    std::unordered_set<instruction_ref> before;
+    for (auto& ins : m) {
+        before.insert(&ins);
+        if (&ins == pos) break;
+    }
+    for (auto* ins : members)
+        for (auto* user : ins->outputs())
+            if (!member_set.contains(user) && before.contains(user)) return std::nullopt;
+    return pos;
+}
+
+// The instruction after `ins`, or nullptr (the end) when it is the last.
+instruction_ref next_instruction(module& m, instruction_ref ins) {
+    auto it = std::find_if(m.begin(), m.end(), [&](auto& i) { return &i == ins; });
+    if (it == m.end() || std::next(it) == m.end()) return nullptr;
+    return &*std::next(it);
+}
+
+void rewrite_chain(module& m, const chain& c, instruction_ref pos) {
+    auto inputs = outside_inputs(c);
+    module& sub = m.create_submodule("fused_gemm");
+    instruction_map map;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        map[inputs[i]] = sub.add_parameter("x" + std::to_string(i), inputs[i]->get_shape());
+
+    copy_instruction(sub, c.anchor, map);
+    copy_instructions(sub, c.views, map);
+    instruction_ref last = c.views.empty() ? c.anchor : c.views.back();
+    if (c.epilogue) {
+        // Inline the pointwise body: its parameters stand for the epilogue's inputs.
+        const module& body = *c.epilogue->module_inputs().front();
+        auto params = body.parameters();
+        instruction_map body_map;
+        for (std::size_t i = 0; i < params.size(); ++i)
+            body_map[params[i]] = map.at(c.epilogue->inputs()[i]);
+        std::vector<instruction_ref> ops;
+        for (auto& ins : body)
+            if (!ins.is_param() && !ins.is_return())
+                ops.push_back(const_cast<instruction_ref>(&ins));
+        copy_instructions(sub, ops, body_map);
+        map[c.epilogue] = body_map.at(body.get_return()->inputs().front());
+        last = c.epilogue;
+    }
+    copy_instructions(sub, c.tail, map);
+    instruction_ref main_out = c.tail.empty() ? last : c.tail.back();
+
+    // Extra returns: chain values (before the tail) also used outside the chain, in chain order.
+    auto members = chain_members(c);
+    std::unordered_set<instruction_ref> member_set(members.begin(), members.end());
+    std::vector<instruction_ref> returned{main_out};
+    for (auto* ins : members) {
+        if (ins == main_out) continue;
+        bool used_outside = std::any_of(ins->outputs().begin(), ins->outputs().end(),
+                                        [&](instruction_ref u) { return !member_set.contains(u); });
+        if (used_outside) returned.push_back(ins);
+    }
+    std::vector<instruction_ref> sub_returns;
+    for (auto* r : returned)
+        sub_returns.push_back(map.at(r));
+    sub.add_return(sub_returns);
+
+    // Insert after `pos`: the next instruction is the position to insert in front of.
+    auto fused = m.insert_instruction(next_instruction(m, pos), op::fused_gemm{}, inputs, {&sub});
+    if (returned.size() == 1) {
+        m.replace_all_uses(main_out, fused);
+    } else {
+        auto* at = next_instruction(m, fused);
+        for (std::size_t i = 0; i < returned.size(); ++i) {
+            auto elem = m.insert_instruction(at, op::get_tuple_elem{i}, {fused});
+            // Only users outside the chain: the chain itself is removed below.
+            auto users = returned[i]->outputs();
+            for (auto* u : users)
+                if (!member_set.contains(u)) {
+                    auto ins_inputs = u->inputs();
+                    std::replace(ins_inputs.begin(), ins_inputs.end(), returned[i], elem);
+                    m.replace_instruction(u, u->get_operator(), ins_inputs, u->module_inputs());
+                }
+        }
+    }
+    for (auto it = members.rbegin(); it != members.rend(); ++it)
+        m.remove_instruction(*it);
+}
+
+} // namespace
+
+void fuse_gemm::apply(module& m) const {
+    std::vector<instruction_ref> anchors;
+    for (auto& ins : m)
+        if (is_anchor(&ins)) anchors.push_back(&ins);
+    for (auto* anchor : anchors) {
+        chain c{.anchor = anchor};
+        std::vector<instruction_ref> path;
+        if (find_epilogue(anchor, path, c)) {
+            std::unordered_set<instruction_ref> values{anchor};
+            values.insert(c.views.begin(), c.views.end());
+            c.tail = layout_tail(c.epilogue);
+            if (broadcasts_chain_input(c.epilogue, values) || !insertion_point(m, c)) c = {};
+        }
+        if (!c.epilogue) {
+            // No fusible epilogue: the anchor and its layout tail still take the gemm path.
+            c = chain{.anchor = anchor};
+            c.tail = layout_tail(anchor);
+        }
+        auto pos = insertion_point(m, c);
+        if (!pos) continue;
+        rewrite_chain(m, c, *pos);
+    }
+}
+
+} // namespace conflux

@@ -1,0 +1,24 @@
+#include "conflux/passes/pipeline.hpp"
+
+#include "conflux/passes/dce.hpp"
+#include "conflux/passes/fuse_gemm.hpp"
+#include "conflux/passes/fuse_pointwise.hpp"
+#include "conflux/passes/layout.hpp"
+#include "conflux/passes/simplify.hpp"
+
+namespace conflux {
+
+std::vector<pass> target_independent_passes() {
+    return {
+        simplify{},       // fold constants and batch norms, cancel views
+        dce{},            //
+        layout_nhwc{},    // convolutions in NHWC with KRSC weights
+        simplify{},       // cancel the transposes between consecutive convolutions
+        dce{},            //
+        fuse_pointwise{}, // elementwise DAGs -> pointwise ops
+        fuse_gemm{},      // anchor + epilogue + layout tail -> fused_gemm ops
+        dce{},
+    };
+}
+
+} // namespace conflux

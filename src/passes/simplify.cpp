@@ -1,0 +1,81 @@
+// Simplify: the driver and the helpers the rewrite families share. The rewrites themselves live
+// in simplify_fold.cpp (constants, batch norm), simplify_views.cpp (identity views, nested
+// transposes/reshapes) and simplify_transpose_elementwise.cpp (moving transposes so they cancel).
+#include "conflux/passes/simplify.hpp"
+
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/views.hpp"
+#include "conflux/passes/dce.hpp"
+#include "passes/simplify_rewrites.hpp"
+
+#include <algorithm>
+
+namespace conflux {
+
+namespace simplify_detail {
+
+void replace(module& m, instruction_ref old_ins, instruction_ref new_ins) {
+    m.replace_all_uses(old_ins, new_ins);
+}
+
+const argument* literal_value(instruction_ref ins) {
+    const auto* lit = ins->get_operator().get_if<op::literal>();
+    return lit ? &lit->value : nullptr;
+}
+
+bool is_elementwise(instruction_ref ins) {
+    return ins->get_operator().get_if<op::elementwise>() != nullptr;
+}
+
+bool is_reshape_like(instruction_ref ins) {
+    const auto n = ins->name();
+    return n == "reshape" || n == "flatten" || n == "squeeze" || n == "unsqueeze";
+}
+
+argument transpose_value(const argument& a, const std::vector<std::int64_t>& perm) {
+    op::transpose t{perm};
+    return t.eval(t.compute_shape({a.get_shape()}), {a}).contiguous();
+}
+
+std::vector<std::int64_t> invert(const std::vector<std::int64_t>& perm) {
+    std::vector<std::int64_t> inv(perm.size());
+    for (std::size_t i = 0; i < perm.size(); ++i)
+        inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+    return inv;
+}
+
+bool is_identity(const std::vector<std::int64_t>& perm) {
+    for (std::size_t i = 0; i < perm.size(); ++i)
+        if (perm[i] != static_cast<std::int64_t>(i)) return false;
+    return true;
+}
+
+} // namespace simplify_detail
+
+void simplify::apply(module& m) const {
+    using namespace simplify_detail;
+    const fold_options fold{max_fold_elements};
+    // Every rewrite strictly shrinks the graph or moves a transpose towards the return, so this
+    // converges; the bound only turns a rewrite bug into an error instead of a hang.
+    constexpr int max_rounds = 1000;
+    for (int round = 0; round < max_rounds; ++round) {
+        std::vector<instruction_ref> order;
+        for (auto& ins : m)
+            order.push_back(&ins);
+        bool changed = false;
+        for (auto* ins : order) {
+            // Dead values (including ones an earlier rewrite of this sweep orphaned) are left
+            // to dce; rewriting them would only make more garbage.
+            if (ins->outputs().empty()) continue;
+            changed |= find_constant(m, ins, fold) || find_conv_batch_norm(m, ins) ||
+                       find_identity_view(m, ins) || find_nested_transpose(m, ins) ||
+                       find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
+                       find_transpose_through_elementwise(m, ins);
+        }
+        dce{}.apply(m);
+        if (!changed) return;
+    }
+    throw_internal_error("simplify: no fixed point after ", max_rounds, " rounds");
+}
+
+} // namespace conflux

@@ -1,0 +1,92 @@
+// Simplify, constants: instructions computed entirely from literals become literals, and a batch
+// normalisation after a convolution with constant weights is folded into those weights.
+#include "conflux/ops/convolution.hpp"
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/normalization.hpp"
+#include "conflux/ops/views.hpp"
+#include "passes/simplify_rewrites.hpp"
+
+#include <cmath>
+
+namespace conflux::simplify_detail {
+
+// From: @2 = add(@0, @1)          (@0, @1 literals)
+// To:   @2 = @literal             (the sum, in standard layout)
+// A plain broadcast of a literal stays: it is a free view of a small constant, and folding it
+// would materialise the large result.
+bool find_constant(module& m, instruction_ref ins, const fold_options& o) {
+    if (ins->get_operator().traits().builtin || !ins->module_inputs().empty() ||
+        ins->inputs().empty() || ins->name() == "broadcast")
+        return false;
+    const auto& s = ins->get_shape();
+    if (s.is_tuple() || s.elements() > o.max_fold_elements) return false;
+    std::vector<argument> args;
+    for (auto* in : ins->inputs()) {
+        const auto* v = literal_value(in);
+        if (!v) return false;
+        args.push_back(*v);
+    }
+    argument value;
+    try {
+        value = ins->get_operator().eval(s, args, {}, eval_context{}).contiguous();
+    } catch (const user_error&) {
+        // A constant that cannot be evaluated (say, a gather out of range) is reported when the
+        // program runs, with its inputs named, not as a compile failure here.
+        return false;
+    }
+    replace(m, ins, m.insert_instruction(ins, op::literal{std::move(value)}, {}));
+    return true;
+}
+
+// From: @3 = convolution(x, @w)
+//       @4 = batch_normalization(@3, @scale, @bias, @mean, @var)     (all literals)
+// To:   @3 = convolution(x, @w')          w'[k] = w[k] * s[k],  s = scale / sqrt(var + eps)
+//       @4 = add(@3, broadcast(@b'))      b' = bias - mean * s, lens [K, 1, ...]
+// Only when the convolution has no other user: others need the unscaled output.
+bool find_conv_batch_norm(module& m, instruction_ref ins) {
+    const auto* bn = ins->get_operator().get_if<op::batch_norm>();
+    if (!bn) return false;
+    auto* conv_ins = ins->inputs()[0];
+    const auto* conv = conv_ins->get_operator().get_if<op::convolution>();
+    // A channels-last output has its channels last, not on the axis batch norm scales.
+    if (!conv || conv->channels_last || conv_ins->outputs().size() != 1) return false;
+    const auto* w = literal_value(conv_ins->inputs()[1]);
+    if (!w) return false;
+    std::vector<std::vector<double>> params;
+    for (std::size_t i = 1; i < 5; ++i) {
+        const auto* p = literal_value(ins->inputs()[i]);
+        if (!p) return false;
+        params.push_back(to_vector<double>(*p));
+    }
+    const auto& scale = params[0];
+    const auto& bias = params[1];
+    const auto& mean = params[2];
+    const auto& var = params[3];
+
+    const dims& wl = w->get_shape().lens();
+    const std::size_t filters = wl[0];
+    const std::size_t per_filter = w->get_shape().elements() / filters;
+    auto wv = to_vector<double>(*w);
+    std::vector<double> b(filters);
+    for (std::size_t k = 0; k < filters; ++k) {
+        const double s = scale[k] / std::sqrt(var[k] + double(bn->epsilon));
+        for (std::size_t i = 0; i < per_filter; ++i)
+            wv[k * per_filter + i] *= s;
+        b[k] = bias[k] - mean[k] * s;
+    }
+    const dtype t = w->get_shape().type();
+    const dims& out = conv_ins->get_shape().lens();
+    dims bias_lens(out.size() - 1, 1);
+    bias_lens[0] = filters;
+
+    auto* new_w = m.insert_instruction(ins, op::literal{from_vector(t, wl, wv)}, {});
+    auto* new_conv = m.insert_instruction(ins, *conv, {conv_ins->inputs()[0], new_w});
+    auto* bias_lit = m.insert_instruction(ins, op::literal{from_vector(t, bias_lens, b)}, {});
+    auto* bias_b = m.insert_instruction(ins, op::broadcast{out}, {bias_lit});
+    auto* sum = m.insert_instruction(ins, op::make_elementwise(op::elementwise_kind::add),
+                                     {new_conv, bias_b});
+    replace(m, ins, sum);
+    return true;
+}
+
+} // namespace conflux::simplify_detail

@@ -1,0 +1,46 @@
+// Private to simplify: the rewrite families (one file each) and the helpers they share. Each
+// rewrite looks at one instruction, returns true when it changed the module, and leaves the old
+// instructions for dce (the driver runs it between sweeps).
+#pragma once
+
+#include "conflux/ir/module.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace conflux::simplify_detail {
+
+// Points every user of `old_ins` at `new_ins`. The lens must be equal; the strides may differ,
+// in which case every user's shape is recomputed (and their users', as far as strides change).
+void replace(module& m, instruction_ref old_ins, instruction_ref new_ins);
+
+// The value of a literal instruction, or nullptr when `ins` is not a literal.
+const argument* literal_value(instruction_ref ins);
+
+// Elementwise op / view op families by name.
+bool is_elementwise(instruction_ref ins);
+bool is_reshape_like(instruction_ref ins); // reshape, flatten, squeeze, unsqueeze
+
+// `perm` applied to an argument (output axis i = input axis perm[i]) as a standard copy.
+argument transpose_value(const argument& a, const std::vector<std::int64_t>& perm);
+std::vector<std::int64_t> invert(const std::vector<std::int64_t>& perm);
+bool is_identity(const std::vector<std::int64_t>& perm);
+
+struct fold_options {
+    std::size_t max_fold_elements = 0;
+};
+
+// simplify_fold.cpp
+bool find_constant(module& m, instruction_ref ins, const fold_options& o);
+bool find_conv_batch_norm(module& m, instruction_ref ins);
+
+// simplify_views.cpp
+bool find_identity_view(module& m, instruction_ref ins);
+bool find_nested_transpose(module& m, instruction_ref ins);
+bool find_nested_reshape(module& m, instruction_ref ins);
+bool find_transpose_reshape_cancel(module& m, instruction_ref ins);
+
+// simplify_transpose_elementwise.cpp
+bool find_transpose_through_elementwise(module& m, instruction_ref ins);
+
+} // namespace conflux::simplify_detail

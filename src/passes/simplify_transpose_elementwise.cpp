@@ -1,0 +1,63 @@
+// Simplify, transposes through elementwise ops: moving a transpose from the inputs of an
+// elementwise op to its output lets it meet (and cancel) the inverse transpose downstream. This
+// is what removes the transposes layout_nhwc leaves between convolutions joined by bias/relu.
+#include "conflux/ops/views.hpp"
+#include "passes/simplify_rewrites.hpp"
+
+namespace conflux::simplify_detail {
+
+namespace {
+
+const argument* broadcast_literal(instruction_ref ins) {
+    return ins->name() == "broadcast" ? literal_value(ins->inputs()[0]) : nullptr;
+}
+
+} // namespace
+
+// From: @3 = add(transpose{P}(a), broadcast{L}(@c))
+//       @4 = relu(@3)
+// To:   @3 = transpose{P}(add(a, broadcast{L'}(@c')))    c' = c (rank-padded) transposed by P^-1
+//       @4 = relu(@3)        -> next sweep: transpose{P}(relu(add(...)))
+// Every input that is not a literal or a broadcast literal must be a transpose by the same P;
+// constant inputs are transposed the other way by folding.
+bool find_transpose_through_elementwise(module& m, instruction_ref ins) {
+    if (!is_elementwise(ins)) return false;
+    const std::vector<std::int64_t>* perm = nullptr;
+    for (auto* in : ins->inputs()) {
+        if (literal_value(in) || broadcast_literal(in)) continue;
+        const auto* t = in->get_operator().get_if<op::transpose>();
+        if (!t || (perm && *perm != t->permutation)) return false;
+        perm = &t->permutation;
+    }
+    if (!perm) return false;
+    const auto p = *perm; // keep a copy: the transposes may be replaced below
+    const auto inv = invert(p);
+    const dims& out = ins->get_shape().lens();
+    dims untransposed(out.size());
+    for (std::size_t j = 0; j < out.size(); ++j)
+        untransposed[j] = out[static_cast<std::size_t>(inv[j])];
+
+    std::vector<instruction_ref> inputs;
+    for (auto* in : ins->inputs()) {
+        if (const auto* v = literal_value(in)) {
+            inputs.push_back(m.insert_instruction(ins, op::literal{transpose_value(*v, inv)}, {}));
+        } else if (const auto* c = broadcast_literal(in)) {
+            // Broadcasting aligns right: pad the constant with leading unit axes to the full rank
+            // first, so that transposing it moves each of its axes to where it belongs.
+            const auto small = c->contiguous();
+            dims padded(out.size() - small.get_shape().rank(), 1);
+            padded.insert(padded.end(), small.get_shape().lens().begin(),
+                          small.get_shape().lens().end());
+            auto value = transpose_value(small.view(shape{small.get_shape().type(), padded}), inv);
+            auto* lit = m.insert_instruction(ins, op::literal{std::move(value)}, {});
+            inputs.push_back(m.insert_instruction(ins, op::broadcast{untransposed}, {lit}));
+        } else {
+            inputs.push_back(in->inputs()[0]);
+        }
+    }
+    auto* moved = m.insert_instruction(ins, ins->get_operator(), std::move(inputs));
+    replace(m, ins, m.insert_instruction(ins, op::transpose{p}, {moved}));
+    return true;
+}
+
+} // namespace conflux::simplify_detail

@@ -1,0 +1,279 @@
+#include "conflux/passes/simplify.hpp"
+
+#include "conflux/ops/convolution.hpp"
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/normalization.hpp"
+#include "conflux/ops/views.hpp"
+#include "conflux/passes/dce.hpp"
+
+#include "unit/pass_test_helpers.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace conflux;
+using test::count_named;
+using test::random_literal;
+using test::transform_and_compare;
+
+namespace {
+
+const shape f32(const dims& lens) {
+    return {dtype::f32, lens};
+}
+
+op::elementwise ew(op::elementwise_kind k) {
+    return op::make_elementwise(k);
+}
+constexpr auto add = op::elementwise_kind::add;
+constexpr auto mul = op::elementwise_kind::mul;
+constexpr auto relu = op::elementwise_kind::relu;
+
+void run_simplify(module& m) {
+    simplify{}.apply(m);
+    dce{}.apply(m);
+}
+
+// Builds the expected module and returns its text.
+std::string text_of(const test::module_builder& build) {
+    program p;
+    build(p.main());
+    return p.main().to_string();
+}
+
+} // namespace
+
+TEST(simplify, folds_constants_into_one_literal) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3}));
+        auto a = m.add_literal(random_literal({2, 3}, 1));
+        auto b = m.add_literal(random_literal({3, 2}, 2));
+        auto bt = m.add_instruction(op::transpose{{1, 0}}, {b});
+        auto c = m.add_instruction(ew(add), {a, bt});
+        m.add_return({m.add_instruction(ew(mul), {x, c})});
+    };
+    auto text = transform_and_compare(build, run_simplify);
+    program p;
+    build(p.main());
+    run_simplify(p.main());
+    EXPECT_EQ(count_named(p.main(), "@literal"), 1u) << text;
+    EXPECT_EQ(count_named(p.main(), "add"), 0u) << text;
+    EXPECT_EQ(count_named(p.main(), "transpose"), 0u) << text;
+    // The folded value is standard even though one input was a transposed view.
+    for (auto& ins : p.main())
+        if (ins.is_literal()) {
+            EXPECT_TRUE(ins.get_shape().standard());
+        }
+}
+
+TEST(simplify, keeps_broadcast_of_literal_and_large_constants) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({4, 3}));
+        auto b = m.add_literal(random_literal({3}, 1));
+        auto bb = m.add_instruction(op::broadcast{{4, 3}}, {b});
+        auto big1 = m.add_literal(random_literal({4, 3}, 2));
+        auto big2 = m.add_literal(random_literal({4, 3}, 3));
+        auto big = m.add_instruction(ew(add), {big1, big2});
+        auto y = m.add_instruction(ew(add), {x, bb});
+        m.add_return({m.add_instruction(ew(mul), {y, big})});
+    };
+    auto small_limit = [](module& m) {
+        simplify{.max_fold_elements = 4}.apply(m);
+        dce{}.apply(m);
+    };
+    // Nothing changes: the broadcast stays a view, the 12-element sum is over the limit.
+    EXPECT_EQ(transform_and_compare(build, small_limit), text_of(build));
+}
+
+namespace {
+
+// x -> convolution(@w) -> batch_normalization(@scale, @bias, @mean, @var) [-> also returned]
+test::module_builder conv_bn(bool conv_used_twice) {
+    return [=](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 6, 5}));
+        auto w = m.add_literal(random_literal({4, 3, 3, 3}, 1));
+        auto conv = m.add_instruction(op::convolution{{1, 1, 1, 1}, {1, 2}, {}, 1}, {x, w});
+        auto scale = m.add_literal(random_literal({4}, 2, 0.5f, 2));
+        auto bias = m.add_literal(random_literal({4}, 3));
+        auto mean = m.add_literal(random_literal({4}, 4));
+        auto var = m.add_literal(random_literal({4}, 5, 0.1f, 1));
+        auto bn = m.add_instruction(op::batch_norm{1e-3f}, {conv, scale, bias, mean, var});
+        if (conv_used_twice)
+            m.add_return({bn, conv});
+        else
+            m.add_return({bn});
+    };
+}
+
+} // namespace
+
+TEST(simplify, folds_batch_norm_into_convolution_weights) {
+    auto text = transform_and_compare(conv_bn(false), run_simplify, 1e-4);
+    program p;
+    conv_bn(false)(p.main());
+    run_simplify(p.main());
+    EXPECT_EQ(count_named(p.main(), "batch_normalization"), 0u) << text;
+    EXPECT_EQ(count_named(p.main(), "convolution"), 1u) << text;
+    EXPECT_EQ(count_named(p.main(), "add"), 1u) << text;
+    EXPECT_EQ(count_named(p.main(), "broadcast"), 1u) << text;
+    // New weights and the [4,1,1] bias.
+    EXPECT_EQ(count_named(p.main(), "@literal"), 2u) << text;
+}
+
+TEST(simplify, does_not_fold_batch_norm_when_convolution_is_used_twice) {
+    auto build = conv_bn(true);
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+}
+
+TEST(simplify, removes_identity_views) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto t = m.add_instruction(op::transpose{{0, 1, 2}}, {x});
+        auto r = m.add_instruction(op::reshape{{2, 3, 4}}, {t});
+        auto s = m.add_instruction(op::slice{{0, 2}, {0, 0}, {2, 100}, {}}, {r});
+        auto b = m.add_instruction(op::broadcast{{2, 3, 4}}, {s});
+        m.add_return({m.add_instruction(ew(relu), {b})});
+    };
+    auto expected = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        m.add_return({m.add_instruction(ew(relu), {x})});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+}
+
+TEST(simplify, keeps_reversing_slice_and_real_views) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3}));
+        auto s = m.add_instruction(op::slice{{1}, {-1}, {-100}, {-1}}, {x});
+        auto t = m.add_instruction(op::transpose{{1, 0}}, {s});
+        m.add_return({t});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+}
+
+TEST(simplify, cancels_inverse_transposes) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto a = m.add_instruction(op::transpose{{1, 2, 0}}, {x});
+        auto b = m.add_instruction(op::transpose{{2, 0, 1}}, {a});
+        m.add_return({m.add_instruction(ew(relu), {b})});
+    };
+    auto expected = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        m.add_return({m.add_instruction(ew(relu), {x})});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+}
+
+TEST(simplify, merges_transposes_that_do_not_cancel) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto a = m.add_instruction(op::transpose{{1, 2, 0}}, {x});
+        auto b = m.add_instruction(op::transpose{{1, 2, 0}}, {a});
+        m.add_return({b});
+    };
+    auto expected = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        m.add_return({m.add_instruction(op::transpose{{2, 0, 1}}, {x})});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+}
+
+TEST(simplify, merges_reshape_chains) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto f = m.add_instruction(op::flatten{1}, {x});
+        auto u = m.add_instruction(op::unsqueeze{{0}}, {f});
+        auto r = m.add_instruction(op::reshape{{6, 4}}, {u});
+        // A chain that comes back to x's lens disappears.
+        auto back =
+            m.add_instruction(op::reshape{{2, 3, 4}}, {m.add_instruction(op::flatten{2}, {x})});
+        m.add_return({r, m.add_instruction(ew(relu), {back})});
+    };
+    auto expected = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto r = m.add_instruction(op::reshape{{6, 4}}, {x});
+        m.add_return({r, m.add_instruction(ew(relu), {x})});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+}
+
+TEST(simplify, cancels_transpose_reshape_pairs_that_only_move_unit_axes) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({1, 2, 3}));
+        auto t = m.add_instruction(op::transpose{{1, 0, 2}}, {x}); // [2,1,3]
+        auto r = m.add_instruction(op::reshape{{1, 2, 3}}, {t});
+        auto y = m.add_parameter("y", f32({2, 1, 3}));
+        auto ry = m.add_instruction(op::reshape{{1, 2, 3}}, {y});
+        auto ty = m.add_instruction(op::transpose{{1, 0, 2}}, {ry}); // [2,1,3]
+        m.add_return({m.add_instruction(ew(relu), {r}), m.add_instruction(ew(relu), {ty})});
+    };
+    auto expected = [](module& m) {
+        auto x = m.add_parameter("x", f32({1, 2, 3}));
+        auto y = m.add_parameter("y", f32({2, 1, 3}));
+        m.add_return({m.add_instruction(ew(relu), {x}), m.add_instruction(ew(relu), {y})});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+}
+
+TEST(simplify, keeps_transpose_reshape_pairs_that_reorder_elements) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3}));
+        auto t = m.add_instruction(op::transpose{{1, 0}}, {x}); // [3,2]
+        m.add_return({m.add_instruction(op::reshape{{2, 3}}, {t})});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+}
+
+TEST(simplify, moves_transposes_through_elementwise_ops_until_they_cancel) {
+    const std::vector<std::int64_t> p{0, 2, 1};
+    auto build = [&](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto y = m.add_parameter("y", f32({2, 3, 4}));
+        auto tx = m.add_instruction(op::transpose{p}, {x}); // [2,4,3]
+        auto ty = m.add_instruction(op::transpose{p}, {y});
+        auto a = m.add_instruction(ew(add), {tx, ty});
+        auto c = m.add_literal(random_literal({2, 4, 3}, 1));
+        auto b =
+            m.add_instruction(op::broadcast{{2, 4, 3}}, {m.add_literal(random_literal({3}, 2))});
+        auto s = m.add_instruction(ew(mul), {a, c});
+        auto r = m.add_instruction(ew(relu), {m.add_instruction(ew(add), {s, b})});
+        m.add_return({m.add_instruction(op::transpose{p}, {r})});
+    };
+    auto text = transform_and_compare(build, run_simplify);
+    program q;
+    build(q.main());
+    run_simplify(q.main());
+    EXPECT_EQ(count_named(q.main(), "transpose"), 0u) << text;
+    // The broadcast constant now broadcasts a [1,3,1] literal along x's own axes.
+    EXPECT_EQ(count_named(q.main(), "broadcast"), 1u) << text;
+    EXPECT_NE(text.find("broadcast{\"out_lens\":[2,3,4]}"), std::string::npos) << text;
+}
+
+TEST(simplify, keeps_transposes_of_different_permutations_or_beside_other_values) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({3, 3, 3}));
+        auto y = m.add_parameter("y", f32({3, 3, 3}));
+        auto tx = m.add_instruction(op::transpose{{0, 2, 1}}, {x});
+        auto ty = m.add_instruction(op::transpose{{2, 1, 0}}, {y});
+        auto a = m.add_instruction(ew(add), {tx, ty});
+        // Another transpose beside a plain (non-constant) value cannot move either.
+        auto b = m.add_instruction(ew(mul), {m.add_instruction(op::transpose{{0, 2, 1}}, {y}), x});
+        m.add_return({a, b});
+    };
+    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+}
+
+TEST(simplify, transposes_that_do_not_cancel_end_up_as_one) {
+    // transpose{P} -> relu -> transpose{Q} with Q != P^-1: one transpose survives.
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto t = m.add_instruction(op::transpose{{1, 0, 2}}, {x});
+        auto r = m.add_instruction(ew(relu), {t});
+        m.add_return({m.add_instruction(op::transpose{{0, 2, 1}}, {r})});
+    };
+    auto text = transform_and_compare(build, run_simplify);
+    program q;
+    build(q.main());
+    run_simplify(q.main());
+    EXPECT_EQ(count_named(q.main(), "transpose"), 1u) << text;
+}

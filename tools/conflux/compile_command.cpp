@@ -1,0 +1,58 @@
+// conflux compile MODEL: runs the target's pass pipeline and prints the compiled program.
+#include "commands.hpp"
+#include "options.hpp"
+
+#include "conflux/passes/pass_manager.hpp"
+#include "conflux/passes/pipeline.hpp"
+
+#include <iostream>
+#include <memory>
+
+namespace conflux::tool {
+
+namespace {
+
+struct compile_options {
+    model_options model;
+    target_options target;
+    bool print_passes = false;
+    std::string print_after;
+};
+
+int compile(const compile_options& options) {
+    check_target_available(options.target);
+    program p = load_model(options.model);
+    auto passes = target_independent_passes();
+    if (!options.print_after.empty()) {
+        bool known = false;
+        std::string names;
+        for (const auto& ps : passes) {
+            known = known || ps.name() == options.print_after;
+            names += (names.empty() ? "" : ", ") + ps.name();
+        }
+        CONFLUX_USER_CHECK(known, "--print-after: no pass named '", options.print_after,
+                           "' (the passes are: ", names, ")");
+    }
+    pass_trace trace{.out = &std::cout,
+                     .print_passes = options.print_passes,
+                     .print_after = options.print_after};
+    run_passes(p.main(), passes, trace);
+    if (options.print_after.empty()) std::cout << p.to_string();
+    return 0;
+}
+
+} // namespace
+
+command add_compile_command(CLI::App& app) {
+    auto options = std::make_shared<compile_options>();
+    auto* sub = app.add_subcommand("compile", "Run the pass pipeline and print the program");
+    add_model_options(*sub, options->model);
+    add_target_options(*sub, options->target);
+    sub->add_flag("--print-passes", options->print_passes, "Print each pass's name as it runs");
+    sub->add_option("--print-after", options->print_after,
+                    "Print the program after every run of this pass (instead of at the end)")
+        ->type_name("PASS");
+    return {sub, [options] { return compile(*options); }};
+}
+
+} // namespace conflux::tool
