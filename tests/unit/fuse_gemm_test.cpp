@@ -8,7 +8,7 @@
 #include "conflux/passes/dce.hpp"
 #include "conflux/passes/fuse_gemm.hpp"
 #include "conflux/passes/fuse_pointwise.hpp"
-#include "fusion_test_helpers.hpp"
+#include "unit/pass_test_helpers.hpp"
 
 #include <cmath>
 

@@ -4,7 +4,7 @@
 #include "conflux/ops/views.hpp"
 #include "conflux/passes/dce.hpp"
 #include "conflux/passes/fuse_pointwise.hpp"
-#include "fusion_test_helpers.hpp"
+#include "unit/pass_test_helpers.hpp"
 
 using namespace conflux;
 using namespace conflux::test;

@@ -15,7 +15,7 @@ using test::count_named;
 using test::product;
 using test::random_literal;
 using test::random_values;
-using test::transform_and_compare;
+using test::transform_and_print;
 
 namespace {
 
@@ -96,7 +96,7 @@ TEST(layout, rewrites_convolution_to_channels_last_between_transposes) {
         auto w = m.add_literal(random_literal({4, 3, 3, 3}, 1));
         m.add_return({m.add_instruction(op::convolution{{1, 1, 1, 1}, {2, 1}, {}, 1}, {x, w})});
     };
-    auto text = transform_and_compare(build, layout_only);
+    auto text = transform_and_print(build, layout_only);
     program p;
     build(p.main());
     layout_only(p.main());
@@ -126,7 +126,7 @@ TEST(layout, conv_bias_relu_conv_chain_keeps_only_boundary_transposes) {
         auto c2 = m.add_instruction(op::convolution{{0, 0, 0, 0}, {2, 1}, {}, 2}, {r, w2});
         m.add_return({c2});
     };
-    auto text = transform_and_compare(build, layout_then_simplify, 1e-5);
+    auto text = transform_and_print(build, layout_then_simplify, 1e-5);
     program p;
     build(p.main());
     layout_then_simplify(p.main());
@@ -145,7 +145,7 @@ TEST(layout, one_d_convolution_and_non_literal_weights) {
         auto c = m.add_instruction(op::convolution{{1, 0}, {2}, {}, 1}, {x, w});
         m.add_return({m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {c})});
     };
-    auto text = transform_and_compare(build, layout_then_simplify);
+    auto text = transform_and_print(build, layout_then_simplify);
     // Input, weights (a parameter: not folded) and output.
     program p;
     build(p.main());

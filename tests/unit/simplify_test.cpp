@@ -13,7 +13,7 @@
 using namespace conflux;
 using test::count_named;
 using test::random_literal;
-using test::transform_and_compare;
+using test::transform_and_print;
 
 namespace {
 
@@ -51,7 +51,7 @@ TEST(simplify, folds_constants_into_one_literal) {
         auto c = m.add_instruction(ew(add), {a, bt});
         m.add_return({m.add_instruction(ew(mul), {x, c})});
     };
-    auto text = transform_and_compare(build, run_simplify);
+    auto text = transform_and_print(build, run_simplify);
     program p;
     build(p.main());
     run_simplify(p.main());
@@ -81,7 +81,7 @@ TEST(simplify, keeps_broadcast_of_literal_and_large_constants) {
         dce{}.apply(m);
     };
     // Nothing changes: the broadcast stays a view, the 12-element sum is over the limit.
-    EXPECT_EQ(transform_and_compare(build, small_limit), text_of(build));
+    EXPECT_EQ(transform_and_print(build, small_limit), text_of(build));
 }
 
 namespace {
@@ -107,7 +107,7 @@ test::module_builder conv_bn(bool conv_used_twice) {
 } // namespace
 
 TEST(simplify, folds_batch_norm_into_convolution_weights) {
-    auto text = transform_and_compare(conv_bn(false), run_simplify, 1e-4);
+    auto text = transform_and_print(conv_bn(false), run_simplify, 1e-4);
     program p;
     conv_bn(false)(p.main());
     run_simplify(p.main());
@@ -121,7 +121,7 @@ TEST(simplify, folds_batch_norm_into_convolution_weights) {
 
 TEST(simplify, does_not_fold_batch_norm_when_convolution_is_used_twice) {
     auto build = conv_bn(true);
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }
 
 TEST(simplify, removes_identity_views) {
@@ -137,7 +137,7 @@ TEST(simplify, removes_identity_views) {
         auto x = m.add_parameter("x", f32({2, 3, 4}));
         m.add_return({m.add_instruction(ew(relu), {x})});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(expected));
 }
 
 TEST(simplify, keeps_reversing_slice_and_real_views) {
@@ -147,7 +147,7 @@ TEST(simplify, keeps_reversing_slice_and_real_views) {
         auto t = m.add_instruction(op::transpose{{1, 0}}, {s});
         m.add_return({t});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }
 
 TEST(simplify, cancels_inverse_transposes) {
@@ -161,7 +161,7 @@ TEST(simplify, cancels_inverse_transposes) {
         auto x = m.add_parameter("x", f32({2, 3, 4}));
         m.add_return({m.add_instruction(ew(relu), {x})});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(expected));
 }
 
 TEST(simplify, merges_transposes_that_do_not_cancel) {
@@ -175,7 +175,7 @@ TEST(simplify, merges_transposes_that_do_not_cancel) {
         auto x = m.add_parameter("x", f32({2, 3, 4}));
         m.add_return({m.add_instruction(op::transpose{{2, 0, 1}}, {x})});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(expected));
 }
 
 TEST(simplify, merges_reshape_chains) {
@@ -194,7 +194,7 @@ TEST(simplify, merges_reshape_chains) {
         auto r = m.add_instruction(op::reshape{{6, 4}}, {x});
         m.add_return({r, m.add_instruction(ew(relu), {x})});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(expected));
 }
 
 TEST(simplify, cancels_transpose_reshape_pairs_that_only_move_unit_axes) {
@@ -212,7 +212,7 @@ TEST(simplify, cancels_transpose_reshape_pairs_that_only_move_unit_axes) {
         auto y = m.add_parameter("y", f32({2, 1, 3}));
         m.add_return({m.add_instruction(ew(relu), {x}), m.add_instruction(ew(relu), {y})});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(expected));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(expected));
 }
 
 TEST(simplify, keeps_transpose_reshape_pairs_that_reorder_elements) {
@@ -221,7 +221,7 @@ TEST(simplify, keeps_transpose_reshape_pairs_that_reorder_elements) {
         auto t = m.add_instruction(op::transpose{{1, 0}}, {x}); // [3,2]
         m.add_return({m.add_instruction(op::reshape{{2, 3}}, {t})});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }
 
 TEST(simplify, moves_transposes_through_elementwise_ops_until_they_cancel) {
@@ -239,7 +239,7 @@ TEST(simplify, moves_transposes_through_elementwise_ops_until_they_cancel) {
         auto r = m.add_instruction(ew(relu), {m.add_instruction(ew(add), {s, b})});
         m.add_return({m.add_instruction(op::transpose{p}, {r})});
     };
-    auto text = transform_and_compare(build, run_simplify);
+    auto text = transform_and_print(build, run_simplify);
     program q;
     build(q.main());
     run_simplify(q.main());
@@ -260,7 +260,7 @@ TEST(simplify, keeps_transposes_of_different_permutations_or_beside_other_values
         auto b = m.add_instruction(ew(mul), {m.add_instruction(op::transpose{{0, 2, 1}}, {y}), x});
         m.add_return({a, b});
     };
-    EXPECT_EQ(transform_and_compare(build, run_simplify), text_of(build));
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }
 
 TEST(simplify, transposes_that_do_not_cancel_end_up_as_one) {
@@ -271,7 +271,7 @@ TEST(simplify, transposes_that_do_not_cancel_end_up_as_one) {
         auto r = m.add_instruction(ew(relu), {t});
         m.add_return({m.add_instruction(op::transpose{{0, 2, 1}}, {r})});
     };
-    auto text = transform_and_compare(build, run_simplify);
+    auto text = transform_and_print(build, run_simplify);
     program q;
     build(q.main());
     run_simplify(q.main());
