@@ -2,6 +2,7 @@
 // node goes through its builder in file order (ONNX requires topological order), and the graph
 // outputs become the return. Each value name maps to the instruction that computes it.
 #include "conflux/onnx/import.hpp"
+#include "conflux/passes/dce.hpp"
 
 #include "onnx/node_context.hpp"
 
@@ -101,19 +102,6 @@ std::int64_t domain_opset(const ::onnx::ModelProto& model, const std::string& do
     return fallback;
 }
 
-// Folding leaves literals and shape arithmetic nobody reads; the program keeps only what
-// computes an output.
-void remove_dead_code(module& m) {
-    std::vector<instruction_ref> order;
-    for (auto& ins : m)
-        order.push_back(&ins);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        auto* ins = *it;
-        if (!ins->is_param() && !ins->is_return() && ins->outputs().empty())
-            m.remove_instruction(ins);
-    }
-}
-
 class graph_importer {
 public:
     graph_importer(const ::onnx::ModelProto& model, const import_options& options,
@@ -127,7 +115,9 @@ public:
         for (int i = 0; i < graph_.node_size(); ++i)
             add_node(graph_.node(i), std::size_t(i));
         add_outputs();
-        remove_dead_code(prog_.main());
+        // Folding leaves literals and shape arithmetic nobody reads; keep only what computes an
+        // output.
+        dce{}.apply(prog_.main());
         return std::move(prog_);
     }
 
