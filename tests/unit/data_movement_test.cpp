@@ -1,8 +1,11 @@
 #include "conflux/ops/data_movement.hpp"
 
+#include "unit/test_helpers.hpp"
+
 #include <gtest/gtest.h>
 
 using namespace conflux;
+using test::run_op;
 
 namespace {
 
@@ -12,16 +15,6 @@ argument f32(const dims& lens, const std::vector<float>& v) {
 
 argument i64(const dims& lens, const std::vector<std::int64_t>& v) {
     return from_vector<std::int64_t>(dtype::i64, lens, v);
-}
-
-argument run_op(const operation& op, const std::vector<argument>& in) {
-    std::vector<shape> shapes;
-    for (const auto& a : in)
-        shapes.push_back(a.get_shape());
-    shape out = op.compute_shape(shapes);
-    argument r = op.eval(out, in, {}, {});
-    EXPECT_EQ(r.get_shape(), out);
-    return r;
 }
 
 std::vector<float> values(const argument& a) {

@@ -1,11 +1,14 @@
 #include "conflux/ops/reduce.hpp"
 
+#include "unit/test_helpers.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 using namespace conflux;
+using test::run_op;
 
 namespace {
 
@@ -13,16 +16,6 @@ constexpr float inf = std::numeric_limits<float>::infinity();
 
 argument f32(const dims& lens, const std::vector<float>& v) {
     return from_vector<float>(dtype::f32, lens, v);
-}
-
-argument run_op(const operation& op, const std::vector<argument>& in) {
-    std::vector<shape> shapes;
-    for (const auto& a : in)
-        shapes.push_back(a.get_shape());
-    shape out = op.compute_shape(shapes);
-    argument r = op.eval(out, in, {}, {});
-    EXPECT_EQ(r.get_shape(), out);
-    return r;
 }
 
 shape shape_of(const operation& op, const std::vector<shape>& in) {

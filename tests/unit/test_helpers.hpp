@@ -1,7 +1,9 @@
 // Helpers shared by the op unit tests.
 #pragma once
 
-#include "conflux/ir/shape.hpp"
+#include "conflux/ir/operation.hpp"
+
+#include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
@@ -22,6 +24,17 @@ inline std::size_t product(const dims& d) {
     for (auto l : d)
         n *= l;
     return n;
+}
+
+// Computes the op's shape for `in`, evaluates it, and checks the result has exactly that shape.
+inline argument run_op(const operation& op, const std::vector<argument>& in) {
+    std::vector<shape> shapes;
+    for (const auto& a : in)
+        shapes.push_back(a.get_shape());
+    shape out = op.compute_shape(shapes);
+    argument r = op.eval(out, in, {}, {});
+    EXPECT_EQ(r.get_shape(), out);
+    return r;
 }
 
 } // namespace conflux::test
