@@ -1,0 +1,104 @@
+// Storage and compute types of generated kernels. Every dtype has a storage type (what a buffer
+// holds) and a compute type (what arithmetic uses), the same pairs as the reference target:
+// f16/bf16/f32 compute in float, f64 in double, every integer type and bool in long long.
+// cx_load widens a stored element to its compute type; cx_store narrows it back, with the
+// reference target's rules (round to nearest even; float to integer truncates, NaN gives 0,
+// out-of-range saturates to the i64 range and then wraps to the storage width).
+#pragma once
+
+struct cx_f16 {
+    unsigned short bits;
+};
+struct cx_bf16 {
+    unsigned short bits;
+};
+
+template <class S> struct cx_compute {
+    typedef long long type;
+};
+template <> struct cx_compute<float> {
+    typedef float type;
+};
+template <> struct cx_compute<cx_f16> {
+    typedef float type;
+};
+template <> struct cx_compute<cx_bf16> {
+    typedef float type;
+};
+template <> struct cx_compute<double> {
+    typedef double type;
+};
+
+__device__ __forceinline__ float cx_f16_to_float(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ unsigned short cx_float_to_f16(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+__device__ __forceinline__ float cx_bf16_to_float(unsigned short b) {
+    return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
+__device__ __forceinline__ unsigned short cx_float_to_bf16(float f) {
+    unsigned short b;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+    return b;
+}
+
+// Conversions between compute types (float, double, long long) and bool.
+template <class To, class From> __device__ __forceinline__ To cx_cast(From v) {
+    return static_cast<To>(v);
+}
+template <> __device__ __forceinline__ long long cx_cast<long long, float>(float v) {
+    return v != v ? 0LL : static_cast<long long>(v); // cvt.rzi saturates on the device
+}
+template <> __device__ __forceinline__ long long cx_cast<long long, double>(double v) {
+    return v != v ? 0LL : static_cast<long long>(v);
+}
+template <> __device__ __forceinline__ bool cx_cast<bool, float>(float v) {
+    return v != 0.0f;
+}
+template <> __device__ __forceinline__ bool cx_cast<bool, double>(double v) {
+    return v != 0.0;
+}
+template <> __device__ __forceinline__ bool cx_cast<bool, long long>(long long v) {
+    return v != 0;
+}
+
+template <class S> __device__ __forceinline__ typename cx_compute<S>::type cx_load(const S* p) {
+    return static_cast<typename cx_compute<S>::type>(*p);
+}
+template <> __device__ __forceinline__ float cx_load<cx_f16>(const cx_f16* p) {
+    return cx_f16_to_float(p->bits);
+}
+template <> __device__ __forceinline__ float cx_load<cx_bf16>(const cx_bf16* p) {
+    return cx_bf16_to_float(p->bits);
+}
+template <> __device__ __forceinline__ long long cx_load<bool>(const bool* p) {
+    return *p ? 1LL : 0LL;
+}
+
+template <class S, class C> __device__ __forceinline__ void cx_store(S* p, C v) {
+    *p = static_cast<S>(cx_cast<long long>(v)); // integer storage: through i64, then wrap
+}
+template <class C> __device__ __forceinline__ void cx_store(float* p, C v) {
+    *p = static_cast<float>(v);
+}
+template <class C> __device__ __forceinline__ void cx_store(double* p, C v) {
+    *p = static_cast<double>(v);
+}
+template <class C> __device__ __forceinline__ void cx_store(cx_f16* p, C v) {
+    p->bits = cx_float_to_f16(static_cast<float>(v));
+}
+template <class C> __device__ __forceinline__ void cx_store(cx_bf16* p, C v) {
+    p->bits = cx_float_to_bf16(static_cast<float>(v));
+}
+template <class C> __device__ __forceinline__ void cx_store(bool* p, C v) {
+    *p = cx_cast<bool>(v);
+}
+template <> __device__ __forceinline__ void cx_store<bool, bool>(bool* p, bool v) {
+    *p = v;
+}
