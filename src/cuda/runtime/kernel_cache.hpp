@@ -1,0 +1,75 @@
+// A disk cache of compiled cubins, so that compiling the same model a second time skips NVRTC.
+//
+// An entry's key is everything that decides the cubin: the kernel's entry name and source text,
+// the target arch, NVRTC's options and version, and the embedded device headers. One file per
+// entry, named by the key's 64-bit hash; the file repeats the full key, so a hash collision, a
+// foreign or truncated or corrupted file is a miss (and is overwritten by the next store), never
+// a wrong cubin or a crash. Writes go to a temporary file renamed into place, so readers, other
+// threads and other processes see either no entry or a whole one.
+//
+// The cache is an optimization only: a directory that cannot be created or written disables it
+// with one warning, and compilation goes on without it.
+#pragma once
+
+#include "cuda/codegen/kernel_source.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace conflux::cuda {
+
+// $CONFLUX_KERNEL_CACHE, else $XDG_CACHE_HOME/conflux/kernels, else $HOME/.cache/conflux/kernels;
+// empty when none of those variables is set.
+std::filesystem::path default_kernel_cache_dir();
+
+// The text an entry is keyed by (the device headers enter it as a digest, as they would
+// otherwise be repeated in every file).
+std::string kernel_cache_key(const kernel_source& k, const std::string& arch);
+
+// 64-bit FNV-1a: file names and the cubin checksum; not for anything adversarial.
+std::uint64_t fnv1a_64(std::string_view bytes);
+
+class kernel_cache {
+public:
+    using warn_fn = std::function<void(const std::string&)>;
+
+    // dir: where entries live; default_kernel_cache_dir() when not given. warn receives the one
+    // message saying why the cache is disabled; it may be called from compile_kernels' worker
+    // threads, one call at most per cache. Without it the cache is disabled silently.
+    explicit kernel_cache(std::optional<std::filesystem::path> dir = std::nullopt,
+                          warn_fn warn = {});
+    kernel_cache(const kernel_cache&) = delete;
+    kernel_cache& operator=(const kernel_cache&) = delete;
+
+    // The cubin stored for k and arch, or nothing (a miss). Thread-safe; never throws for what
+    // the file holds.
+    std::optional<std::vector<char>> load(const kernel_source& k, const std::string& arch);
+    // Thread-safe. A failed write disables the cache with its warning, and does not throw.
+    void store(const kernel_source& k, const std::string& arch, const std::vector<char>& cubin);
+
+    bool enabled() const { return enabled_.load(); }
+    const std::filesystem::path& dir() const { return dir_; }
+    // The file that holds (or would hold) the entry for k and arch.
+    std::filesystem::path entry_path(const kernel_source& k, const std::string& arch) const;
+
+    std::size_t hits() const { return hits_.load(); }
+    std::size_t misses() const { return misses_.load(); }
+    std::size_t stores() const { return stores_.load(); }
+
+private:
+    void disable(const std::string& why);
+
+    std::filesystem::path dir_;
+    warn_fn warn_;
+    std::atomic<bool> enabled_{false};
+    std::atomic<bool> warned_{false};
+    std::atomic<std::size_t> hits_{0}, misses_{0}, stores_{0};
+};
+
+} // namespace conflux::cuda
