@@ -18,3 +18,12 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update
 "${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
+
+# The CUDA toolkit (NVRTC and the static CUDA runtime, 12.0 or newer) comes with this machine
+# kind under /usr/local/cuda; Debian's own nvidia-cuda-toolkit (11.8, non-free) is too old for
+# the runtime calls Conflux uses. No GPU or driver is needed to build and test.
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup.sh: the CUDA toolkit (12.0 or newer) was not found at /usr/local/cuda or on PATH;" >&2
+  echo "          install it from NVIDIA's CUDA repository for Debian 12, then run this again" >&2
+  exit 1
+fi

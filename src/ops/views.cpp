@@ -475,4 +475,25 @@ argument contiguous::eval(const shape&, const std::vector<argument>& in) const {
     return copy_to_standard(in[0]);
 }
 
+// ---------------------------------------------------------------------------------------------
+// view_offset
+
+std::optional<std::size_t> view_offset(const operation& op, const shape& in) {
+    if (op.get_if<transpose>() || op.get_if<squeeze>() || op.get_if<unsqueeze>() ||
+        op.get_if<broadcast>())
+        return 0;
+    if (const auto* r = op.get_if<reshape>())
+        return reshape_as_view(in, r->lens) ? std::optional<std::size_t>(0) : std::nullopt;
+    if (op.get_if<flatten>()) {
+        const dims out = op.compute_shape({in}).lens();
+        return reshape_as_view(in, out) ? std::optional<std::size_t>(0) : std::nullopt;
+    }
+    if (const auto* s = op.get_if<slice>()) {
+        auto plan = plan_slice(*s, in);
+        if (any_negative(plan)) return std::nullopt;
+        return slice_view(in, plan).second;
+    }
+    return std::nullopt;
+}
+
 } // namespace conflux::op

@@ -4,6 +4,8 @@
 // failed, 2 on a usage error.
 #include "runner.hpp"
 
+#include "conflux/cuda/target.hpp"
+
 #include "conflux/ir/errors.hpp"
 
 #include <CLI/CLI.hpp>
@@ -51,7 +53,7 @@ int main(int argc, char** argv) {
     conflux::conformance::run_options run_options;
     std::vector<std::string> roots;
     app.add_option("--target", target, "Target to run on")
-        ->check(CLI::IsMember({"ref"}))
+        ->check(CLI::IsMember({"ref", "cuda"}))
         ->capture_default_str();
     app.add_option("-j,--jobs", jobs, "Tests run in parallel")
         ->check(CLI::PositiveNumber)
@@ -68,6 +70,13 @@ int main(int argc, char** argv) {
                    "simple sets of Debian's libonnx-testdata)");
     CLI11_PARSE(app, argc, argv);
     if (roots.empty()) roots.assign(std::begin(default_roots), std::end(default_roots));
+    run_options.target = target;
+    if (target == "cuda" && conflux::cuda::available_devices() == 0) {
+        // CTest reads this line as "skipped" (SKIP_REGULAR_EXPRESSION), never as passed.
+        std::cout << "no CUDA device (" << conflux::cuda::no_device_reason()
+                  << "): the cuda conformance run is skipped\n";
+        return 0;
+    }
 
     std::vector<test_case> tests;
     try {
@@ -86,11 +95,15 @@ int main(int argc, char** argv) {
     }
 
     std::vector<test_result> results(tests.size());
+    // With --target cuda every test also runs on the reference target, so the two pass counts
+    // are printed side by side and a test that passes on ref but not on cuda fails the run.
+    std::vector<test_result> ref_results(target == "cuda" ? tests.size() : 0);
     std::atomic<std::size_t> next{0};
     std::mutex print_mutex;
     auto worker = [&] {
         for (std::size_t i = next++; i < tests.size(); i = next++) {
             results[i] = run_test(tests[i], run_options);
+            if (!ref_results.empty()) ref_results[i] = run_test(tests[i], {});
             if (verbose) {
                 static const char* const words[] = {"PASS", "FAIL", "SKIP"};
                 std::lock_guard lock(print_mutex);
@@ -134,6 +147,24 @@ int main(int argc, char** argv) {
         }
     }
     std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+    if (!ref_results.empty()) {
+        std::size_t ref_passed = 0, ref_failed = 0, ref_skipped = 0, regressions = 0;
+        for (std::size_t i = 0; i < tests.size(); ++i) {
+            const outcome o = ref_results[i].result;
+            ref_passed += o == outcome::passed;
+            ref_failed += o == outcome::failed;
+            ref_skipped += o == outcome::skipped;
+            if (o == outcome::passed && results[i].result != outcome::passed) {
+                ++regressions;
+                std::cout << "passes on ref but not on cuda: " << tests[i].name << "\n";
+            }
+        }
+        std::cout << "target   passed  failed  skipped\n"
+                  << "ref      " << ref_passed << "     " << ref_failed << "       " << ref_skipped
+                  << "\ncuda     " << passed << "     " << failed << "       " << skipped << "\n"
+                  << regressions << " tests pass on ref but not on cuda\n";
+        if (regressions != 0) return 1;
+    }
     if (passed < min_passed) {
         std::cout << "expected at least " << min_passed << " passed\n";
         return 1;

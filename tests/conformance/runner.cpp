@@ -2,6 +2,7 @@
 
 #include "compare.hpp"
 
+#include "conflux/cuda/target.hpp"
 #include "conflux/onnx/import.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
@@ -182,14 +183,21 @@ std::optional<verdict> run_data_set(const test_case& test, const model_signature
     ref::parameter_map params;
     for (auto& in : inputs)
         if (options.constant_inputs.count(in.name) == 0) params[in.name] = std::move(in.value);
+    auto names = p.main().output_names();
     std::vector<argument> results;
     try {
-        results = ref::evaluate(p, params);
+        if (run.target == "cuda") {
+            cuda::compile_options copts;
+            copts.compile_threads = 1; // tests already run in parallel
+            auto compiled = cuda::compile(std::move(p), copts);
+            results = compiled.run(params, {.poison = true, .sync_each_step = true});
+        } else {
+            results = ref::evaluate(p, params);
+        }
     } catch (const user_error& e) {
         return verdict{outcome::failed, "evaluate: " + std::string(e.what())};
     }
 
-    auto names = p.main().output_names();
     if (results.size() != expected.size())
         return verdict{outcome::failed, set.filename().string() + ": the model computes " +
                                             std::to_string(results.size()) +

@@ -30,6 +30,8 @@ struct test_result {
 struct run_options {
     // Interpret the program after the target-independent passes instead of as imported.
     bool optimize = false;
+    // "ref" or "cuda" (compiled with the CUDA target and run on GPU 0).
+    std::string target = "ref";
 };
 
 // Never throws: every problem becomes a failed (or, when unsupported, skipped) result.

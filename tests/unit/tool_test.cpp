@@ -2,6 +2,8 @@
 // input and the reason. Runs the built binary (CONFLUX_TOOL) on the bundled example model.
 #include "conflux/util/npy.hpp"
 
+#include "conflux/cuda/target.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -79,10 +81,52 @@ TEST_F(tool, syntax_errors_exit_non_zero_without_being_user_errors) {
     EXPECT_NE(run("run x.onnx --target tpu").exit_code, 0);
 }
 
-TEST_F(tool, cuda_target_is_not_available) {
-    auto r = run("run " + example() + " --target cuda");
+TEST_F(tool, cuda_target_runs_on_a_gpu_and_says_clearly_when_there_is_none) {
+    const std::string cache = "--kernel-cache '" + (dir_ / "kernels").string() + "'";
+    auto r = run("run " + example() + " --target cuda " + cache);
+    if (conflux::cuda::available_devices() == 0) {
+        EXPECT_EQ(r.exit_code, 2);
+        EXPECT_NE(r.err.find("conflux: error: no CUDA device: "), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("compiled for sm_90"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("--target ref"), std::string::npos) << r.err;
+    } else {
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.out.find("(target cuda)"), std::string::npos) << r.out;
+    }
+}
+
+TEST_F(tool, auto_target_falls_back_to_ref_without_a_gpu) {
+    auto r = run("run " + example());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (conflux::cuda::available_devices() == 0) {
+        EXPECT_NE(r.err.find("note: no CUDA device"), std::string::npos) << r.err;
+        EXPECT_NE(r.out.find("(target ref)"), std::string::npos) << r.out;
+    }
+}
+
+TEST_F(tool, cuda_compile_needs_no_gpu_and_prints_kernels_and_the_memory_plan) {
+    const std::string cache = "--kernel-cache '" + (dir_ / "kernels").string() + "'";
+    auto first = run("compile " + example() + " --target cuda --arch sm_90 " + cache);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_NE(first.out.find("cuda program for sm_90"), std::string::npos) << first.out;
+    EXPECT_NE(first.out.find("memory plan: arena"), std::string::npos) << first.out;
+    EXPECT_NE(first.out.find("(0 from the kernel cache)"), std::string::npos) << first.out;
+    // The second compile of the same model finds every kernel in the cache.
+    auto second = run("compile " + example() + " --target cuda --arch sm_90 " + cache);
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    EXPECT_EQ(second.out.find("(0 from the kernel cache)"), std::string::npos) << second.out;
+}
+
+TEST_F(tool, an_unknown_arch_is_a_user_error) {
+    auto r = run("compile " + example() + " --target cuda --arch sm_1");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err, "conflux: error: target 'cuda' is not available in this build\n");
+    EXPECT_NE(r.err.find("--arch 'sm_1'"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, verify_needs_the_cuda_target) {
+    auto r = run("verify " + example() + " --target ref");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("verify compares the cuda target"), std::string::npos) << r.err;
 }
 
 TEST_F(tool, missing_model_is_a_user_error) {

@@ -16,5 +16,6 @@ struct command {
 command add_read_command(CLI::App& app);
 command add_run_command(CLI::App& app);
 command add_compile_command(CLI::App& app);
+command add_verify_command(CLI::App& app);
 
 } // namespace conflux::tool

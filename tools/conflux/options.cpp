@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <ostream>
 
 namespace conflux::tool {
 
@@ -66,14 +67,39 @@ program load_model(const model_options& options) {
 }
 
 void add_target_options(CLI::App& command, target_options& options) {
-    command.add_option("--target", options.target, "Where to run: ref (interpreter) or cuda")
-        ->check(CLI::IsMember({"ref", "cuda"}))
+    command
+        .add_option("--target", options.target,
+                    "Where to run: cuda (generated GPU kernels), ref (the reference "
+                    "interpreter), or auto (cuda when a GPU is present, else ref)")
+        ->check(CLI::IsMember({"auto", "ref", "cuda"}))
         ->capture_default_str();
+    command.add_option("--arch", options.arch,
+                       "GPU architecture to compile for, e.g. sm_90 (default: the device's, or "
+                       "sm_90 without one)");
+    command
+        .add_option("--kernel-cache", options.kernel_cache,
+                    "Directory of the compiled-kernel cache (default: $CONFLUX_KERNEL_CACHE, "
+                    "else ~/.cache/conflux/kernels)")
+        ->type_name("DIR");
+    command.add_flag("--no-kernel-cache", options.no_kernel_cache,
+                     "Compile every kernel with NVRTC, without the kernel cache");
 }
 
-void check_target_available(const target_options& options) {
-    CONFLUX_USER_CHECK(options.target == "ref", "target '", options.target,
-                       "' is not available in this build");
+std::string resolve_target(const target_options& options, std::ostream& notes) {
+    if (options.target != "auto") return options.target;
+    if (cuda::available_devices() > 0) return "cuda";
+    notes << "note: no CUDA device (" << cuda::no_device_reason()
+          << "); running on the reference target\n";
+    return "ref";
+}
+
+cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes) {
+    cuda::compile_options c;
+    c.arch = options.arch;
+    c.use_kernel_cache = !options.no_kernel_cache;
+    if (!options.kernel_cache.empty()) c.kernel_cache_dir = options.kernel_cache;
+    c.warn = [&notes](const std::string& message) { notes << "warning: " << message << "\n"; };
+    return c;
 }
 
 } // namespace conflux::tool

@@ -1,6 +1,7 @@
 // Options that several commands share, and their translation into the library's option structs.
 #pragma once
 
+#include "conflux/cuda/target.hpp"
 #include "conflux/onnx/import.hpp"
 
 #include <CLI/CLI.hpp>
@@ -27,13 +28,19 @@ onnx::import_options to_import_options(const model_options& options);
 program load_model(const model_options& options);
 
 struct target_options {
-    std::string target = "ref";
+    std::string target = "auto";
+    std::string arch;
+    std::string kernel_cache;
+    bool no_kernel_cache = false;
 };
 
-// --target ref|cuda.
+// --target auto|ref|cuda, --arch, --kernel-cache, --no-kernel-cache.
 void add_target_options(CLI::App& command, target_options& options);
 
-// Throws a user_error when the chosen target is not part of this build.
-void check_target_available(const target_options& options);
+// "cuda" or "ref": auto is cuda when a GPU is usable, else ref (said on `notes`).
+std::string resolve_target(const target_options& options, std::ostream& notes);
+
+// The CUDA compile options the flags ask for; warnings go to `notes`.
+cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes);
 
 } // namespace conflux::tool

@@ -107,4 +107,9 @@ dims broadcast_lens(const std::string& who, const std::vector<dims>& lens);
 // the strides do not allow one and reshape must copy. Element counts must already match.
 std::optional<shape> reshape_as_view(const shape& in, const dims& lens);
 
+// Where a view op's output starts inside its input's memory, in elements, when applying `op` to
+// an input of shape `in` aliases it; nullopt when the op must copy (a reshape the strides do not
+// allow, a slice with a negative step) or is not a view op. Targets use it to alias buffers.
+std::optional<std::size_t> view_offset(const operation& op, const shape& in);
+
 } // namespace conflux::op

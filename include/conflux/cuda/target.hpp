@@ -1,0 +1,88 @@
+// The CUDA target: compiles a program to generated kernels (NVRTC, no GPU needed) and runs it on
+// a GPU. compile() runs the target-independent passes, lowers every instruction to a kernel,
+// plans memory and compiles the kernels for one architecture; run() needs a device and says
+// clearly when there is none.
+#pragma once
+
+#include "conflux/ir/program.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace conflux::cuda {
+
+struct compile_options {
+    // "sm_90", ...; empty: the device's architecture, or sm_90 when there is no device.
+    std::string arch;
+    // Compiled kernels are cached on disk (key: source, options, arch, NVRTC version) so a
+    // second compile of the same model skips NVRTC. Empty: the default location
+    // ($CONFLUX_KERNEL_CACHE, else the user's cache directory).
+    std::optional<std::filesystem::path> kernel_cache_dir;
+    bool use_kernel_cache = true;
+    unsigned compile_threads = 0;                                      // 0: one per hardware thread
+    std::function<void(const std::string&)> warn;                      // warnings for the user
+    std::function<void(std::size_t done, std::size_t total)> progress; // kernels compiled
+};
+
+struct run_options {
+    // Fill every output and temporary with NaN-like bytes (0xff) first, so an element a
+    // kernel forgets to write cannot pass a comparison.
+    bool poison = false;
+    // Synchronise after every kernel, so an asynchronous fault names the instruction.
+    bool sync_each_step = false;
+};
+
+struct compile_stats {
+    std::string arch;
+    std::size_t kernels = 0;         // distinct kernels
+    std::size_t launches = 0;        // kernel launches per run
+    std::size_t cache_hits = 0;      // kernels found in the kernel cache
+    std::size_t arena_bytes = 0;     // peak of the memory plan
+    std::size_t temporary_bytes = 0; // sum of all temporaries (what no reuse would need)
+    std::size_t output_bytes = 0;
+    double compile_seconds = 0;
+};
+
+class compiled_program {
+public:
+    compiled_program();
+    compiled_program(compiled_program&&) noexcept;
+    compiled_program& operator=(compiled_program&&) noexcept;
+    ~compiled_program();
+
+    const compile_stats& stats() const;
+    const std::vector<std::string>& parameter_names() const;
+    const std::vector<shape>& parameter_shapes() const;
+    const std::vector<std::string>& output_names() const;
+
+    // Runs on GPU 0 with host arguments bound by parameter name (any strides); returns the
+    // outputs as host arguments in the program's output order. A user_error naming the reason
+    // when no GPU is usable, or an argument is missing or has the wrong lens or dtype.
+    std::vector<argument> run(const std::map<std::string, argument>& params,
+                              const run_options& options = {});
+
+    // The launch sequence and memory plan, one line per kernel launch.
+    void print(std::ostream& os) const;
+
+    struct impl;
+
+private:
+    friend compiled_program compile(program p, const compile_options& options);
+    std::unique_ptr<impl> impl_;
+};
+
+compiled_program compile(program p, const compile_options& options = {});
+
+// 0 when there is no GPU or no driver (never throws), else the number of devices.
+int available_devices();
+// Why no device is usable ("no CUDA-capable device is detected"), for messages (defined with
+// the device queries in src/cuda/runtime/device_info.cpp).
+std::string no_device_reason();
+
+} // namespace conflux::cuda

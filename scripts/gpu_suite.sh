@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The GPU suite in one device call.
+#   scripts/gpu_suite.sh pack   here: build, then put the binaries and the ONNX test data in .gpu/
+#                               (ignored by git; carried to the device with `carry: [".gpu"]`)
+#   scripts/gpu_suite.sh run    on the GPU machine, from the repository root: every GPU test,
+#                               logs under $OUT, a summary table printed last
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+pack() {
+    set -e
+    cmake -S . -B build -G Ninja >/dev/null
+    cmake --build build --target conflux_tool gpu_op_tests onnx_conformance
+    rm -rf .gpu && mkdir -p .gpu/bin
+    cp build/bin/conflux build/bin/gpu_op_tests build/bin/onnx_conformance .gpu/bin/
+    strip .gpu/bin/*
+    tar czf .gpu/testdata.tgz -C /usr/share/libonnx-testdata/data \
+        node pytorch-converted pytorch-operator simple
+    du -sh .gpu
+}
+
+run() {
+    OUT=${OUT:-/tmp/conflux-gpu-out}
+    mkdir -p "$OUT"
+    export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export CONFLUX_KERNEL_CACHE=/tmp/conflux-kernels
+    local bin=.gpu/bin data=/tmp/onnx-testdata
+    mkdir -p $data && tar xzf .gpu/testdata.tgz -C $data
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$OUT/device.txt"
+    local rows=()
+    step() { # step NAME LOG COMMAND...: runs, records pass/fail and the last line of its log
+        local name=$1 log=$2
+        shift 2
+        local start=$SECONDS
+        "$@" >"$OUT/$log" 2>&1
+        local rc=$?
+        rows+=("$(printf '%-34s %-5s %5ss  %s' "$name" "$([ $rc = 0 ] && echo pass || echo FAIL)" \
+            $((SECONDS - start)) "$(grep -v '^\s*$' "$OUT/$log" | tail -1 | cut -c1-90)")")
+    }
+    step "op tests (cuda vs ref)" op_tests.log $bin/gpu_op_tests
+    step "onnx conformance cuda vs ref" conformance.log $bin/onnx_conformance --target cuda \
+        --min-passed 530 $data/node $data/pytorch-converted $data/pytorch-operator $data/simple
+    step "repo models vs onnxruntime" models.log $bin/onnx_conformance --target cuda \
+        --min-passed 8 tests/models/data
+    for d in tests/models/data/*/; do
+        step "verify $(basename "$d")" "verify_$(basename "$d").log" $bin/conflux verify "$d/model.onnx"
+    done
+    step "verify examples/conv_block" verify_conv_block.log $bin/conflux verify examples/conv_block.onnx
+    if python3 bench/make_resnet50.py /tmp/resnet50.onnx --batch 1 >"$OUT/resnet50_make.log" 2>&1; then
+        step "resnet50 memory plan" resnet50_plan.log $bin/conflux compile --target cuda /tmp/resnet50.onnx
+        grep "memory plan" "$OUT/resnet50_plan.log"
+        step "verify resnet50 batch 1" verify_resnet50.log $bin/conflux verify /tmp/resnet50.onnx
+    fi
+    grep -E "^(ref|cuda) " "$OUT/conformance.log"
+    grep "FAIL" "$OUT/op_tests.log" | head -20
+    echo
+    printf '%-34s %-5s %6s  %s\n' "GPU suite" "" "time" "last line of the log"
+    printf '%s\n' "${rows[@]}"
+}
+
+case "${1:-}" in
+pack) pack ;;
+run) run ;;
+*) echo "usage: $0 pack|run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,142 @@
+#include "conflux/cuda/target.hpp"
+
+#include "conflux/ir/errors.hpp"
+#include "conflux/passes/pass_manager.hpp"
+#include "conflux/passes/pipeline.hpp"
+#include "cuda/compile/lower.hpp"
+#include "cuda/runtime/compile_kernels.hpp"
+#include "cuda/runtime/device_info.hpp"
+#include "cuda/runtime/executable.hpp"
+#include "cuda/runtime/kernel_cache.hpp"
+#include "cuda/runtime/nvrtc_compiler.hpp"
+
+#include <chrono>
+#include <ostream>
+
+namespace conflux::cuda {
+
+struct compiled_program::impl {
+    program source; // keeps the split modules the lowering created alive
+    lowered_program lowered;
+    std::vector<compiled_kernel> binaries;
+    compile_stats stats;
+    std::unique_ptr<executable> loaded; // created on the first run
+};
+
+compiled_program::compiled_program() = default;
+compiled_program::compiled_program(compiled_program&&) noexcept = default;
+compiled_program& compiled_program::operator=(compiled_program&&) noexcept = default;
+compiled_program::~compiled_program() = default;
+
+const compile_stats& compiled_program::stats() const {
+    return impl_->stats;
+}
+const std::vector<std::string>& compiled_program::parameter_names() const {
+    return impl_->lowered.parameter_names;
+}
+const std::vector<shape>& compiled_program::parameter_shapes() const {
+    return impl_->lowered.parameter_shapes;
+}
+const std::vector<std::string>& compiled_program::output_names() const {
+    return impl_->lowered.output_names;
+}
+
+int available_devices() {
+    return device_count();
+}
+
+namespace {
+
+std::string choose_arch(const compile_options& options) {
+    if (!options.arch.empty()) {
+        CONFLUX_USER_CHECK(nvrtc_supports_arch(options.arch), "--arch '", options.arch, "': NVRTC ",
+                           nvrtc_version(), " cannot compile for it (expected e.g. sm_90)");
+        return options.arch;
+    }
+    if (device_count() > 0) return query_device(0).arch;
+    return "sm_90";
+}
+
+} // namespace
+
+compiled_program compile(program p, const compile_options& options) {
+    const auto start = std::chrono::steady_clock::now();
+    compiled_program result;
+    result.impl_ = std::make_unique<compiled_program::impl>();
+    auto& d = *result.impl_;
+    d.stats.arch = choose_arch(options);
+    run_passes(p.main(), target_independent_passes());
+    d.source = std::move(p);
+    d.lowered = lower_program(d.source);
+
+    std::optional<kernel_cache> cache;
+    if (options.use_kernel_cache) cache.emplace(options.kernel_cache_dir, options.warn);
+    compile_kernels_options copts;
+    copts.arch = d.stats.arch;
+    copts.cache = cache ? &*cache : nullptr;
+    copts.threads = options.compile_threads;
+    copts.progress = options.progress;
+    d.binaries = compile_kernels(d.lowered.kernels, copts);
+
+    d.stats.kernels = d.lowered.kernels.size();
+    d.stats.launches = d.lowered.steps.size();
+    d.stats.cache_hits = cache ? cache->hits() : 0;
+    d.stats.arena_bytes = d.lowered.plan.arena_bytes;
+    d.stats.temporary_bytes = d.lowered.plan.total_bytes;
+    for (std::size_t b : d.lowered.output_buffers)
+        d.stats.output_bytes += d.lowered.buffers[b].bytes;
+    d.stats.compile_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+std::vector<argument> compiled_program::run(const std::map<std::string, argument>& params,
+                                            const run_options& options) {
+    auto& d = *impl_;
+    if (!d.loaded) {
+        CONFLUX_USER_CHECK(device_count() > 0, "no CUDA device: ", cuda::no_device_reason(),
+                           ". The program was compiled for ", d.stats.arch, " (", d.stats.kernels,
+                           " kernels); use --target ref to run it on the CPU");
+        const device_info dev = query_device(0);
+        CONFLUX_USER_CHECK(dev.arch == d.stats.arch, "the program was compiled for ", d.stats.arch,
+                           " but device 0 (", dev.name, ") is ", dev.arch, "; compile with --arch ",
+                           dev.arch, " or leave --arch out");
+        d.loaded = std::make_unique<executable>(d.lowered, d.binaries);
+    }
+    return d.loaded->run(params, options);
+}
+
+void compiled_program::print(std::ostream& os) const {
+    const auto& l = impl_->lowered;
+    os << "cuda program for " << impl_->stats.arch << ": " << l.kernels.size() << " kernels, "
+       << l.steps.size() << " launches\n";
+    auto where = [&](const operand& o) {
+        switch (o.source) {
+        case memory_source::parameter:
+            return "param " + l.parameter_names[o.index];
+        case memory_source::literal:
+            return "literal " + std::to_string(o.index);
+        case memory_source::buffer:
+            break;
+        }
+        const buffer& b = l.buffers[o.index];
+        if (b.is_output) return "output " + l.output_names[b.output_index];
+        return "arena+" + std::to_string(l.arena_offset[o.index]);
+    };
+    for (const kernel_step& s : l.steps) {
+        const kernel_source& k = l.kernels[s.kernel];
+        os << "  " << k.entry << " <<<" << k.launch.grid[0] << "x" << k.launch.grid[1] << "x"
+           << k.launch.grid[2] << ", " << k.launch.block[0] << ">>>  " << s.origin << "\n     ";
+        for (std::size_t i = 0; i < s.args.size(); ++i) {
+            const operand& o = s.args[i];
+            os << (i < k.inputs ? " in " : " out ") << where(o);
+            if (o.byte_offset != 0) os << "+" << o.byte_offset;
+            os << " " << to_string(o.view) << ";";
+        }
+        os << "\n";
+    }
+    os << "memory plan: arena " << l.plan.arena_bytes << " bytes for " << l.temporaries.size()
+       << " temporaries totalling " << l.plan.total_bytes << " bytes\n";
+}
+
+} // namespace conflux::cuda

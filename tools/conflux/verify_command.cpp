@@ -1,0 +1,78 @@
+// conflux verify MODEL: runs the CUDA target and the reference target on the same inputs and
+// judges every output (output_comparison.hpp). Exit 0 when all pass, 1 when any fails.
+#include "commands.hpp"
+#include "conflux/util/output_comparison.hpp"
+#include "input_loading.hpp"
+#include "options.hpp"
+
+#include "conflux/cuda/target.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace conflux::tool {
+
+namespace {
+
+struct verify_options {
+    model_options model;
+    target_options target;
+    std::vector<std::string> inputs;
+    std::uint64_t seed = 0;
+};
+
+int verify(const verify_options& options) {
+    CONFLUX_USER_CHECK(options.target.target != "ref", "verify compares the cuda target with "
+                                                       "the reference target; --target ref "
+                                                       "has nothing to compare");
+    auto files = parse_input_files(options.inputs);
+    program reference = load_model(options.model);
+    auto params = bind_inputs(reference.main(), files, options.seed, std::cerr);
+    const auto names = reference.main().output_names();
+
+    cuda::compiled_program compiled =
+        cuda::compile(load_model(options.model), to_cuda_options(options.target, std::cerr));
+    const auto got = compiled.run(params, {.poison = true, .sync_each_step = true});
+    const auto want = ref::evaluate(reference, params);
+    CONFLUX_ASSERT(got.size() == want.size(), "cuda gave ", got.size(), " outputs, ref ",
+                   want.size());
+
+    bool all = true;
+    std::printf("%-24s %-20s %12s %12s %10s  %s\n", "output", "shape", "rel rms", "max |diff|",
+                "tolerance", "result");
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const output_comparison c = compare_outputs(got[i], want[i]);
+        all = all && c.passed;
+        std::string verdict = c.passed ? "pass" : "FAIL";
+        if (c.non_finite != 0) verdict += " (" + std::to_string(c.non_finite) + " NaN/Inf)";
+        if (!is_floating(want[i].get_shape().type()) && c.mismatches != 0)
+            verdict += " (" + std::to_string(c.mismatches) + " differ)";
+        std::printf("%-24s %-20s %12.3g %12.3g %10.3g  %s\n", names[i].c_str(),
+                    to_string(want[i].get_shape().as_standard()).c_str(), c.relative_rms,
+                    c.max_abs_diff, c.tolerance, verdict.c_str());
+    }
+    const auto& st = compiled.stats();
+    std::printf("%zu kernels, %zu launches, arena %zu bytes (temporaries total %zu)\n", st.kernels,
+                st.launches, st.arena_bytes, st.temporary_bytes);
+    std::printf("%s\n", all ? "verify: all outputs pass" : "verify: FAILED");
+    return all ? 0 : 1;
+}
+
+} // namespace
+
+command add_verify_command(CLI::App& app) {
+    auto options = std::make_shared<verify_options>();
+    auto* sub = app.add_subcommand(
+        "verify", "Run the cuda target and the reference target and compare every output");
+    add_model_options(*sub, options->model);
+    add_target_options(*sub, options->target);
+    sub->add_option("--input", options->inputs,
+                    "Input value from a .npy or ONNX TensorProto .pb file (repeatable); inputs "
+                    "not given get random values")
+        ->type_name("NAME=FILE");
+    sub->add_option("--seed", options->seed, "Seed for the random inputs")->capture_default_str();
+    return {sub, [options] { return verify(*options); }};
+}
+
+} // namespace conflux::tool
