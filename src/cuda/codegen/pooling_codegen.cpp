@@ -1,7 +1,123 @@
+// max_pool and average_pool over [N, C, spatial...]: one thread per output element, taps in the
+// reference's order (src/ops/pooling.cpp), so sums round the same way. Taps outside the input
+// are skipped; count_include_pad divides by the taps inside the explicitly padded extent.
 #include "cuda/codegen/generator.hpp"
+
+#include "conflux/ir/errors.hpp"
+#include "conflux/ops/pooling.hpp"
+#include "cuda/codegen/codegen_text.hpp"
+#include "cuda/codegen/device_types.hpp"
+
+#include <limits>
 
 namespace conflux::cuda {
 
-void add_pooling_generators() {}
+namespace {
+
+// The attribute value for spatial axis i, or ONNX's default when the attribute is empty.
+std::size_t value_or(const std::vector<std::size_t>& values, std::size_t i, std::size_t fallback) {
+    return values.empty() ? fallback : values.at(i);
+}
+
+kernel_source generate_pooling(const kernel_request& r) {
+    const auto* op = r.op->get_if<op::pooling>();
+    CONFLUX_ASSERT(op != nullptr, "generate_pooling for ", r.op->name());
+    CONFLUX_ASSERT(r.inputs.size() == 1 && r.outputs.size() == 1, r.op->name(),
+                   ": one input and one output expected");
+    const shape& x = r.inputs[0];
+    const shape& y = r.outputs[0];
+    CONFLUX_ASSERT(y.lens() == op->compute_shape({x}).lens(), r.op->name(), ": output ",
+                   to_string(y), " does not match input ", to_string(x));
+    if (y.elements() == 0) return text::empty_kernel(r);
+
+    const std::size_t nd = x.rank() - 2;
+    const bool is_max = op->mode == op::pooling_mode::max;
+    const bool floating = compute_type(x.type()) != "long long";
+    const std::string c = compute_type(x.type());
+    const auto out_names = text::names("o", x.rank());
+    const auto tap_names = text::names("t", nd);
+    const auto pos_names = text::names("p", nd);
+    const dims in_spatial(x.lens().begin() + 2, x.lens().end());
+    const dims in_spatial_strides(x.strides().begin() + 2, x.strides().end());
+
+    const std::string in = "    ";
+    std::string body = text::thread_per_element(y.elements(), in);
+    body += text::decompose("i", y.lens(), out_names, in);
+    body +=
+        in + "const cx_index x_plane = " +
+        text::offset({"o0", "o1"}, {x.lens()[0], x.lens()[1]}, {x.strides()[0], x.strides()[1]}) +
+        ";\n";
+    for (std::size_t i = 0; i < nd; ++i) {
+        body += in + "const cx_index start" + std::to_string(i) + " = " +
+                text::scaled(out_names[i + 2], value_or(op->stride, i, 1)) + " - " +
+                text::integer_literal(value_or(op->padding, i, 0)) + ";\n";
+    }
+    if (is_max) {
+        const std::string lowest =
+            floating ? compute_literal(x.type(), -std::numeric_limits<double>::infinity())
+                     : text::integer_literal(std::numeric_limits<long long>::lowest());
+        body += in + c + " acc = " + lowest + ";\n";
+    } else {
+        body += in + c + " acc = " + compute_literal(x.type(), 0) + ";\n";
+        body += in + "cx_index taps = 0;\n";
+    }
+
+    // The window's taps, nested in axis order, skipping those outside the input.
+    std::string indent = in;
+    for (std::size_t i = 0; i < nd; ++i) {
+        const std::string& t = tap_names[i];
+        const std::string& p = pos_names[i];
+        body += indent + "for (cx_index " + t + " = 0; " + t + " < " +
+                text::integer_literal(op->lengths.at(i)) + "; ++" + t + ") {\n";
+        indent += "    ";
+        body += indent + "const cx_index " + p + " = start" + std::to_string(i) + " + " +
+                text::scaled(t, value_or(op->dilation, i, 1)) + ";\n";
+        body += indent + "if (" + p + " < 0 || " + p +
+                " >= " + text::integer_literal(in_spatial[i]) + ") continue;\n";
+    }
+    body += indent + "const " + c + " v = cx_load(in0 + x_plane + " +
+            text::offset(pos_names, in_spatial, in_spatial_strides) + ");\n";
+    if (is_max) {
+        // A NaN anywhere in the window wins, as in the reference.
+        body += indent + "if (v > acc" + (floating ? " || v != v" : "") + ") acc = v;\n";
+    } else {
+        body += indent + "acc = acc + v;\n" + indent + "++taps;\n";
+    }
+    for (std::size_t i = nd; i-- > 0;) {
+        indent.resize(indent.size() - 4);
+        body += indent + "}\n";
+    }
+
+    if (!is_max) {
+        std::string divisor = "taps";
+        if (op->count_include_pad) {
+            // Taps inside [-pad_begin, len + pad_end) per axis; in ceil mode a window can reach
+            // past the end padding, and those taps never count.
+            body += in + "cx_index padded_taps = 1;\n";
+            for (std::size_t i = 0; i < nd; ++i) {
+                const std::string limit =
+                    text::integer_literal(in_spatial[i] + value_or(op->padding, nd + i, 0));
+                body += in + "{\n" + in + "    cx_index n = 0;\n" + in +
+                        "    for (cx_index t = 0; t < " + text::integer_literal(op->lengths.at(i)) +
+                        "; ++t)\n" + in + "        if (start" + std::to_string(i) + " + " +
+                        text::scaled("t", value_or(op->dilation, i, 1)) + " < " + limit +
+                        ") ++n;\n" + in + "    padded_taps *= n;\n" + in + "}\n";
+            }
+            divisor = "padded_taps";
+        }
+        body += in + "acc = " + divisor + " == 0 ? " + compute_literal(x.type(), 0) +
+                " : acc / static_cast<" + c + ">(" + divisor + ");\n";
+    }
+    body += in + "cx_store(out0 + " + text::offset(out_names, y.lens(), y.strides()) + ", acc);\n";
+
+    return text::make_kernel(r, body, text::linear_launch(y.elements(), text::elementwise_block));
+}
+
+} // namespace
+
+void add_pooling_generators() {
+    add_generator("max_pool", generate_pooling);
+    add_generator("average_pool", generate_pooling);
+}
 
 } // namespace conflux::cuda

@@ -1,0 +1,87 @@
+// String building shared by the reduce, normalisation, pooling and direct gemm generators: the
+// kernel signature, index decomposition, strided offsets, 32/64-bit index choice, and how rows
+// of a reduction map onto threads. Generated code names its index type `cx_index`.
+#pragma once
+
+#include "cuda/codegen/generator.hpp"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace conflux::cuda::text {
+
+// "int" when every element count and element_space of `shapes` fits in int32 (so every offset
+// and linear index a kernel over them forms does too), else "long long".
+std::string index_type(const std::vector<shape>& shapes);
+// index_type over the request's inputs and outputs.
+std::string index_type(const kernel_request& r);
+
+// The start of every kernel of these generators: the includes, `typedef <index> cx_index;`, and
+// `extern "C" __global__ void <entry>(const S0* in0, ..., S* out0, ...)` up to and including the
+// opening brace.
+std::string kernel_begin(const kernel_request& r, const std::string& index);
+
+// The kernel `kernel_begin(r, index_type(r)) + body + "}"` launched as `launch`.
+kernel_source make_kernel(const kernel_request& r, const std::string& body, launch_dims launch);
+
+// A kernel that does nothing, for requests whose outputs have no elements; launches no block.
+kernel_source empty_kernel(const kernel_request& r);
+
+// {prefix + "0", prefix + "1", ...}: n variable names.
+std::vector<std::string> names(const std::string& prefix, std::size_t n);
+
+// Declares `i`, this thread's element in row-major order of `elements` (launched with
+// linear_launch(elements, 256)); threads past the last return.
+std::string thread_per_element(std::size_t elements, const std::string& indent);
+constexpr unsigned elementwise_block = 256;
+
+// Lines declaring `const cx_index <names[i]>` as the row-major multi-index of `linear` over
+// `lens`. An axis of len 1 is the constant 0; no lens may be 0.
+std::string decompose(const std::string& linear, const dims& lens,
+                      const std::vector<std::string>& names, const std::string& indent);
+
+// "a * 12 + b * 3": the element offset of a multi-index whose i-th coordinate is the expression
+// index[i]. Axes of len 1 or stride 0 contribute nothing; "0" when nothing is left.
+std::string offset(const std::vector<std::string>& index, const dims& lens, const dims& strides);
+
+// "expr * factor", or just "expr" when factor is 1.
+std::string scaled(const std::string& expr, std::size_t factor);
+
+// A decimal literal of v for generated code (long long), including the most negative value.
+std::string integer_literal(long long v);
+std::string integer_literal(std::size_t v);
+
+// One thread per item in blocks of `block` threads; grid 0 when there are no items.
+launch_dims linear_launch(std::size_t items, unsigned block);
+
+// How the rows of a reduction (the elements reduced into one result) are spread over threads:
+// a block per row whose threads stride over the row and combine through cx_block_reduce, or one
+// thread per row looping over it. Short rows waste a block; many rows whose neighbours are
+// adjacent in memory (the fastest-varying input axis is not reduced) read coalesced only with a
+// thread per row.
+struct row_mapping {
+    bool thread_per_row = false;
+    unsigned block = 256; // threads per block; a multiple of 32
+    std::size_t rows = 0;
+    std::size_t row_length = 0;
+
+    launch_dims launch() const;
+    // Declares `row` (the row this thread works on, returning early past the last one in
+    // thread-per-row mode), `first` and `step` (this thread's elements of the row are
+    // first, first + step, ...).
+    std::string prologue(const std::string& indent) const;
+    // The value every thread of the row needs, combined from each thread's `value` with the
+    // function object `op` (e.g. "cx_op_add()").
+    std::string combine(const std::string& value, const std::string& op) const;
+};
+
+// Picks the mapping. `fastest_axis_reduced`: the input axis with the smallest stride (among axes
+// of len > 1) is one of the reduced ones.
+row_mapping choose_row_mapping(std::size_t rows, std::size_t row_length, bool fastest_axis_reduced);
+
+// Whether the input axis with the smallest non-zero stride among axes of len > 1 is in `axes`
+// (true when there is no such axis).
+bool fastest_axis_in(const shape& s, const std::vector<std::size_t>& axes);
+
+} // namespace conflux::cuda::text
