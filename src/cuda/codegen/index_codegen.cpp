@@ -1,14 +1,172 @@
+// The "index" kernel family: one thread per output element, each computing its element's value
+// by walking the module backwards from the return (index_values.hpp). Pointwise modules, copies
+// of views, contiguous, concat, pad, gather, gather_elements and batch_normalization all compile
+// through generate_module_kernel; a single op is wrapped in a one-instruction module first.
+#include "conflux/ir/program.hpp"
+#include "conflux/ops/elementwise.hpp"
 #include "cuda/codegen/generator.hpp"
+#include "cuda/codegen/index_kernel.hpp"
+#include "cuda/codegen/index_transpose.hpp"
+#include "cuda/codegen/index_values.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include <algorithm>
 
 namespace conflux::cuda {
 
-void add_index_generators() {}
+namespace {
 
-kernel_source generate_module_kernel(const module&, const std::vector<shape>&,
-                                     const std::vector<shape>&, const std::string& entry) {
-    throw_internal_error("generate_module_kernel: not written yet (", entry, ")");
+using index::index_expr;
+
+// Returns that share lens share one index space, so one decomposition and the values they have
+// in common are computed once.
+struct return_group {
+    dims lens;
+    std::vector<std::size_t> returns;
+};
+
+std::vector<return_group> group_by_lens(const std::vector<shape>& outputs) {
+    std::vector<return_group> groups;
+    for (std::size_t r = 0; r < outputs.size(); ++r) {
+        auto g = std::find_if(groups.begin(), groups.end(),
+                              [&](const return_group& x) { return x.lens == outputs[r].lens(); });
+        if (g == groups.end())
+            groups.push_back({outputs[r].lens(), {r}});
+        else
+            g->returns.push_back(r);
+    }
+    return groups;
+}
+
+std::size_t product(const dims& lens) {
+    std::size_t n = 1;
+    for (auto l : lens)
+        n *= l;
+    return n;
+}
+
+void check_returns(const module& m, const std::vector<instruction_ref>& returns,
+                   const std::vector<shape>& outputs) {
+    CONFLUX_ASSERT(returns.size() == outputs.size(), "module ", m.name(), " returns ",
+                   returns.size(), " values but ", outputs.size(), " outputs were given");
+    for (std::size_t r = 0; r < returns.size(); ++r) {
+        const shape& s = returns[r]->get_shape();
+        CONFLUX_ASSERT(s.lens() == outputs[r].lens() && s.type() == outputs[r].type(), "module ",
+                       m.name(), ": return ", r, " is ", to_string(s), " but output ", r, " is ",
+                       to_string(outputs[r]));
+    }
+}
+
+// The kernel around a body that handles thread index `i` (< total): one element per thread
+// with 32-bit indices; a grid-stride loop with 64-bit ones, whose grids could exceed a grid
+// dimension.
+kernel_source assemble(const std::string& entry, const std::vector<shape>& inputs,
+                       const std::vector<shape>& outputs, const std::string& globals,
+                       const std::string& index_type, const std::string& body, std::size_t total) {
+    const std::string n = std::to_string(total);
+    const std::string block = std::to_string(index::block_threads);
+    std::string code = std::string(index::kernel_prelude()) + globals +
+                       (globals.empty() ? "" : "\n") +
+                       index::kernel_signature(entry, inputs, outputs) + " {\n";
+    std::size_t blocks = (total + index::block_threads - 1) / index::block_threads;
+    if (index_type == "int") {
+        code += "    const unsigned thread = blockIdx.x * " + block + "u + threadIdx.x;\n" +
+                "    if (thread >= " + n + "u) return;\n" +
+                "    const int i = static_cast<int>(thread);\n" + body;
+    } else {
+        blocks = std::min<std::size_t>(blocks, 0x7fffffff);
+        code += "    for (long long i = static_cast<long long>(blockIdx.x) * " + block +
+                " + threadIdx.x; i < " + n + "LL; i += static_cast<long long>(gridDim.x) * " +
+                block + ") {\n" + body + "    }\n";
+    }
+    code += "}\n";
+    kernel_source k;
+    k.entry = entry;
+    k.code = std::move(code);
+    k.launch.grid = {static_cast<unsigned>(blocks), 1, 1};
+    k.launch.block = {index::block_threads, 1, 1};
+    k.inputs = inputs.size();
+    k.outputs = outputs.size();
+    return k;
+}
+
+// Nothing to compute: a kernel that is never launched (grid 0), valid should anyone compile it.
+kernel_source empty_kernel(const std::string& entry, const std::vector<shape>& inputs,
+                           const std::vector<shape>& outputs) {
+    kernel_source k;
+    k.entry = entry;
+    k.code = std::string(index::kernel_prelude()) +
+             index::kernel_signature(entry, inputs, outputs) + " {}\n";
+    k.launch.grid = {0, 1, 1};
+    k.launch.block = {index::block_threads, 1, 1};
+    k.inputs = inputs.size();
+    k.outputs = outputs.size();
+    return k;
+}
+
+// A module holding just `op` applied to parameters of the request's input shapes.
+kernel_source single_op_kernel(const kernel_request& request) {
+    CONFLUX_ASSERT(request.op != nullptr, "a kernel request without an op");
+    program p;
+    module& m = p.main();
+    std::vector<instruction_ref> params;
+    for (std::size_t i = 0; i < request.inputs.size(); ++i)
+        params.push_back(m.add_parameter("x" + std::to_string(i), request.inputs[i]));
+    m.add_return({m.add_instruction(*request.op, params)});
+    return generate_module_kernel(m, request.inputs, request.outputs, request.entry);
+}
+
+kernel_source pointwise_kernel(const kernel_request& request) {
+    CONFLUX_ASSERT(request.modules.size() == 1 && request.modules.front() != nullptr,
+                   "pointwise kernel ", request.entry, " needs exactly one submodule");
+    return generate_module_kernel(*request.modules.front(), request.inputs, request.outputs,
+                                  request.entry);
+}
+
+} // namespace
+
+kernel_source generate_module_kernel(const module& m, const std::vector<shape>& inputs,
+                                     const std::vector<shape>& outputs, const std::string& entry) {
+    const instruction_ref ret = m.get_return();
+    CONFLUX_ASSERT(ret != nullptr, "module ", m.name(), " has no return");
+    const std::vector<instruction_ref>& returns = ret->inputs();
+    check_returns(m, returns, outputs);
+
+    std::size_t total = 0;
+    for (const auto& s : outputs)
+        total = std::max(total, s.elements());
+    if (total == 0) return empty_kernel(entry, inputs, outputs);
+    if (auto tiled = index::tiled_transpose_kernel(m, inputs, outputs, entry)) return *tiled;
+
+    index::kernel_writer w(index::index_type_for(m, inputs, outputs));
+    index::value_builder values(w, m, inputs, entry);
+    for (const auto& group : group_by_lens(outputs)) {
+        const std::size_t n = product(group.lens);
+        if (n == 0) continue;
+        // A scope per group: values of one index space are not valid in another.
+        w.open(n == total ? "" : "if (i < " + std::to_string(n) + ")");
+        // Threads walk the first output in its memory order, so its stores, and the loads of
+        // operands laid out like it (an NHWC chain), are at `i` itself.
+        const shape& lead = outputs[group.returns.front()];
+        const auto at = lead.standard() || !lead.packed() ? index_expr::from_linear(group.lens, "i")
+                                                          : w.memory_order("i", lead);
+        for (std::size_t r : group.returns) {
+            const std::string v = values.value(returns[r], at);
+            w.line("out" + std::to_string(r) + "[" + w.offset(at, outputs[r]) + "] = " + v + ";");
+        }
+        w.close();
+    }
+    return assemble(entry, inputs, outputs, values.globals(), w.index_type(), w.body(), total);
+}
+
+void add_index_generators() {
+    add_generator("pointwise", pointwise_kernel);
+#define CONFLUX_REGISTER(kind, name, arity) add_generator(name, single_op_kernel);
+    CONFLUX_ELEMENTWISE_KINDS(CONFLUX_REGISTER)
+#undef CONFLUX_REGISTER
+    for (const char* name :
+         {"reshape", "transpose", "squeeze", "unsqueeze", "flatten", "broadcast", "slice",
+          "contiguous", "concat", "pad", "gather", "gather_elements", "batch_normalization"})
+        add_generator(name, single_op_kernel);
 }
 
 } // namespace conflux::cuda
