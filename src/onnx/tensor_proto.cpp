@@ -115,6 +115,25 @@ argument to_argument(const TensorProto& t) {
         return out;
     }
 
+    // Check the value count before allocating: data that is not a tensor (an optional or a
+    // sequence read as a TensorProto) can claim dims of hundreds of gigabytes.
+    std::size_t values = 0;
+    switch (*type) {
+    case dtype::f32:
+        values = std::size_t(t.float_data_size());
+        break;
+    case dtype::f64:
+        values = std::size_t(t.double_data_size());
+        break;
+    case dtype::i64:
+        values = std::size_t(t.int64_data_size());
+        break;
+    default:
+        values = std::size_t(t.int32_data_size());
+        break;
+    }
+    CONFLUX_USER_CHECK(values == elements, "tensor '", name, "' holds ", values,
+                       " values but its dims ", to_string(lens), " need ", elements);
     argument out{s};
     switch (*type) {
     case dtype::f32:

@@ -644,6 +644,26 @@ TEST(onnx_import, read_tensor_file_round_trips) {
     EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
 }
 
+TEST(onnx_import, huge_dims_without_the_values_are_rejected_before_allocating) {
+    // An optional or sequence read as a TensorProto can claim dims like these (a terabyte of
+    // floats); the file holds one value, so this must fail at once, not allocate.
+    TensorProto t;
+    t.set_name("opt");
+    t.set_data_type(TensorProto::FLOAT);
+    t.add_dims(std::int64_t{1} << 20);
+    t.add_dims(std::int64_t{1} << 18);
+    t.add_float_data(1.0f);
+    auto path = std::filesystem::temp_directory_path() /
+                ("conflux_huge_" + std::to_string(::getpid()) + ".pb");
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << t.SerializeAsString();
+    }
+    auto msg = error_of([&] { conflux::onnx::read_tensor_file(path.string()); });
+    std::filesystem::remove(path);
+    EXPECT_NE(msg.find("holds 1 values but its dims"), std::string::npos) << msg;
+}
+
 TEST(onnx_import, slice_attributes_before_opset_10_and_inputs_after) {
     for (std::int64_t opset : {9, 13}) {
         model_builder b(opset);
