@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 pack() {
     set -e
     cmake -S . -B build -G Ninja >/dev/null
-    cmake --build build --target conflux_tool gpu_op_tests onnx_conformance
+    cmake --build build --target conflux_tool gpu_op_tests gpu_gemm_kernel_test onnx_conformance
     rm -rf .gpu && mkdir -p .gpu/bin
-    cp build/bin/conflux build/bin/gpu_op_tests build/bin/onnx_conformance .gpu/bin/
+    cp build/bin/conflux build/bin/gpu_op_tests build/bin/gpu_gemm_kernel_test build/bin/onnx_conformance \
+        .gpu/bin/
     strip .gpu/bin/*
     tar czf .gpu/testdata.tgz -C /usr/share/libonnx-testdata/data \
         node pytorch-converted pytorch-operator simple
@@ -28,16 +29,18 @@ run() {
     mkdir -p $data && tar xzf .gpu/testdata.tgz -C $data
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$OUT/device.txt"
     local rows=()
-    step() { # step NAME LOG COMMAND...: runs, records pass/fail and the last line of its log
+    step() { # step NAME LOG COMMAND...: runs (at most 5 minutes), records pass/fail and the
+        # last line of its log
         local name=$1 log=$2
         shift 2
         local start=$SECONDS
-        "$@" >"$OUT/$log" 2>&1
+        timeout -s KILL 300 "$@" >"$OUT/$log" 2>&1
         local rc=$?
         rows+=("$(printf '%-34s %-5s %5ss  %s' "$name" "$([ $rc = 0 ] && echo pass || echo FAIL)" \
             $((SECONDS - start)) "$(grep -v '^\s*$' "$OUT/$log" | tail -1 | cut -c1-90)")")
     }
     step "op tests (cuda vs ref)" op_tests.log $bin/gpu_op_tests
+    step "gemm generator, every config" gemm_kernels.log $bin/gpu_gemm_kernel_test check
     step "onnx conformance cuda vs ref" conformance.log $bin/onnx_conformance --target cuda \
         --min-passed 530 $data/node $data/pytorch-converted $data/pytorch-operator $data/simple
     step "repo models vs onnxruntime" models.log $bin/onnx_conformance --target cuda \

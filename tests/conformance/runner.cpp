@@ -190,6 +190,7 @@ std::optional<verdict> run_data_set(const test_case& test, const model_signature
             cuda::compile_options copts;
             copts.compile_threads = 1; // tests already run in parallel
             auto compiled = cuda::compile(std::move(p), copts);
+            if (run.compile_only) return std::nullopt;
             results = compiled.run(params, {.poison = true, .sync_each_step = true});
         } else {
             results = ref::evaluate(p, params);

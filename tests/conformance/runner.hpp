@@ -32,6 +32,8 @@ struct run_options {
     bool optimize = false;
     // "ref" or "cuda" (compiled with the CUDA target and run on GPU 0).
     std::string target = "ref";
+    // cuda: compile every kernel (NVRTC, no GPU needed) and count that as passing.
+    bool compile_only = false;
 };
 
 // Never throws: every problem becomes a failed (or, when unsupported, skipped) result.
