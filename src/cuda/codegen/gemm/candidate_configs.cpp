@@ -1,0 +1,168 @@
+// The tuning space of the GEMM kernel and its ranking. The model estimates a config's time in
+// units of one SM's tensor-core multiply-accumulates:
+//   waves x (time of one wave) + split-K workspace traffic + a launch per kernel,
+// where a wave is every SM holding as many blocks as shared memory, threads and registers
+// allow, and a block's time is its K-loop's work slowed down by low arithmetic intensity
+// (small tiles re-read operands more often than L2 can feed them), by too few warps per SM to
+// hide latency, and by the slower SIMT / tf32 paths. Coarse, but it orders the obvious cases
+// (big tiles for big problems, small tiles and split-K when a big tile leaves SMs idle) and
+// the tuner measures the top of the list anyway.
+#include "cuda/codegen/gemm/perf_config.hpp"
+
+#include "cuda/codegen/gemm/kernel_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace conflux::cuda {
+
+namespace {
+
+struct tile_shape {
+    unsigned m, n, warps_m, warps_n;
+};
+
+std::vector<perf_config> tensor_core_space(dtype t) {
+    const unsigned k = t == dtype::f32 ? 16 : 32;
+    std::vector<perf_config> r;
+    auto add = [&](tile_shape s, unsigned tile_k, unsigned stages, unsigned split) {
+        r.push_back({s.m, s.n, tile_k, s.warps_m, s.warps_n, stages, split, 0, false});
+    };
+    const tile_shape big[] = {
+        {128, 256, 2, 4}, {256, 128, 4, 2}, {128, 128, 2, 4}, {128, 128, 2, 2}};
+    const tile_shape medium[] = {{128, 64, 2, 2}, {64, 128, 2, 2}, {64, 64, 2, 2}};
+    const tile_shape small[] = {
+        {64, 32, 2, 1}, {32, 64, 1, 2}, {32, 32, 1, 1}, {16, 64, 1, 2}, {16, 32, 1, 1}};
+    for (const auto& s : big)
+        for (unsigned stages : {3u, 4u})
+            add(s, k, stages, 1);
+    add({128, 256, 2, 4}, 2 * k, 3, 1);
+    add({128, 128, 2, 2}, 2 * k, 3, 1);
+    for (const auto& s : medium)
+        for (unsigned stages : {3u, 4u})
+            add(s, k, stages, 1);
+    for (const auto& s : small)
+        for (unsigned stages : {2u, 3u})
+            add(s, k, stages, 1);
+    for (unsigned split : {2u, 4u})
+        for (const tile_shape& s :
+             {tile_shape{128, 128, 2, 4}, tile_shape{64, 128, 2, 2}, tile_shape{64, 64, 2, 2},
+              tile_shape{32, 64, 1, 2}, tile_shape{16, 64, 1, 2}})
+            add(s, k, 3, split);
+    return r;
+}
+
+std::vector<perf_config> simt_space() {
+    std::vector<perf_config> r;
+    auto add = [&](tile_shape s, unsigned stages, unsigned split) {
+        r.push_back({s.m, s.n, 16, s.warps_m, s.warps_n, stages, split, 0, true});
+    };
+    const tile_shape shapes[] = {{128, 64, 2, 2}, {64, 64, 2, 2}, {64, 32, 2, 1},
+                                 {32, 64, 1, 2},  {32, 32, 1, 1}, {16, 32, 1, 1}};
+    for (const auto& s : shapes)
+        for (unsigned stages : {2u, 3u})
+            add(s, stages, 1);
+    for (unsigned split : {2u, 4u})
+        for (const tile_shape& s : {tile_shape{64, 64, 2, 2}, tile_shape{32, 32, 1, 1}})
+            add(s, 2, split);
+    return r;
+}
+
+// 32-bit registers per accumulator.
+double accumulator_words(dtype t) {
+    return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16 ? 1.0 : 2.0;
+}
+
+// Relative multiply-accumulate rate of a path against f16 tensor cores on Hopper.
+double path_rate(const gemm::kernel_plan& k, dtype t) {
+    if (k.mma) return k.tf32 ? 0.5 : 1.0;
+    switch (t) {
+    case dtype::f32:
+    case dtype::f16:
+    case dtype::bf16:
+        return 1.0 / 8;
+    case dtype::f64:
+        return 1.0 / 16;
+    default:
+        return 1.0 / 32; // 64-bit integer multiply-add is emulated
+    }
+}
+
+double estimated_time(const gemm::kernel_plan& k, const gemm_problem& p,
+                      const gemm_device_limits& limits) {
+    const perf_config& c = k.config;
+    const double eb = k.element_bytes;
+    // Registers per thread: accumulators, fragments, loader state and addressing.
+    const double acc_words = accumulator_words(p.type);
+    const double regs = k.mma ? k.frag_m * k.frag_n * 4.0 + k.frag_m * 4.0 + k.frag_n * 2.0 + 48
+                              : k.frag_m * k.frag_n * acc_words + (k.frag_m + k.frag_n) * 2 + 40;
+    const double by_shared =
+        std::floor(double(limits.shared_per_sm) / double(k.shared_bytes + 1024));
+    const double by_threads = std::floor(2048.0 / k.threads);
+    const double by_regs = std::floor(65536.0 / (k.threads * std::min(255.0, regs)));
+    const double per_sm = std::max(1.0, std::min({by_shared, by_threads, by_regs, 32.0}));
+    const double concurrent = limits.sm_count * per_sm;
+    const double waves = std::ceil(double(k.blocks) / concurrent);
+    // Blocks an SM actually holds at once: fewer than it could when the grid is small.
+    const double resident =
+        std::max(1.0, std::min(per_sm, std::ceil(double(k.blocks) / limits.sm_count)));
+
+    // Intensity: multiply-adds per byte of operand tile loaded. 128x128 f16 keeps the tensor
+    // cores fed from L2; smaller tiles lose less than proportionally (fitted on an H200: 64x64
+    // ran at 0.74 and 16x64 at 0.35 of 128x128's rate).
+    const double intensity = double(c.tile_m) * c.tile_n / (double(c.tile_m + c.tile_n) * eb);
+    const double feed = std::pow(std::min(1.0, intensity / 32.0), 0.6);
+    const double warps_per_sm = resident * c.warps_m * c.warps_n;
+    const double latency = std::min(1.0, warps_per_sm / 8.0);
+    // Each K-tile ends in a barrier across the block's warps: 8-warp blocks with 32-deep f16
+    // tiles ran at 0.8-0.87 of 4-warp ones, 64-deep tiles recovered most of it.
+    const double barrier =
+        1.0 - 0.2 * (c.warps_m * c.warps_n / 8.0) * std::min(1.0, 64.0 / (double(c.tile_k) * eb));
+    const double pipeline = c.stages >= 4 ? 1.01 : c.stages == 2 ? 0.9 : 1.0;
+    const double k_iters = double(k.k_tiles_per_split) + (c.stages - 1) * 0.25;
+    const double block_work = k_iters * c.tile_m * c.tile_n * c.tile_k;
+    // Blocks sharing an SM share its rate; a partly filled last wave is charged in full.
+    const double wave_time =
+        block_work * resident / (path_rate(k, p.type) * feed * latency * barrier * pipeline);
+    double time = waves * wave_time;
+    // Register copies (no cp.async) serialise the pipeline.
+    if (!k.a.async || !k.b.async) time *= 1.5;
+    // Launch overhead (~3 us) in the same unit (~2.5e12 MAC/s per SM), and split-K's
+    // partials: written once, read once by the finish kernel (~0.8 units per byte).
+    const double launch = 7.5e6;
+    time += launch;
+    if (c.split_k > 1)
+        time += launch + double(c.split_k) * p.batch() * p.m * p.n * acc_words * 4 * 2 * 0.8;
+    return time;
+}
+
+} // namespace
+
+std::vector<perf_config> candidate_configs(const gemm_problem& p,
+                                           const gemm_device_limits& limits) {
+    std::vector<perf_config> space;
+    if (gemm::mma_supports(p.type)) space = tensor_core_space(p.type);
+    // SIMT: every type, and exact fp32 next to tf32.
+    if (!gemm::mma_supports(p.type) || p.type == dtype::f32) {
+        auto simt = simt_space();
+        if (p.type == dtype::f32) simt.resize(4);
+        space.insert(space.end(), simt.begin(), simt.end());
+    }
+    std::vector<std::pair<double, perf_config>> ranked;
+    for (const auto& c : space)
+        if (const auto plan = gemm::make_kernel_plan(c, p, limits, nullptr))
+            ranked.emplace_back(estimated_time(*plan, p, limits), c);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<perf_config> r;
+    for (const auto& [time, c] : ranked)
+        r.push_back(c);
+    // The config that runs everything (any type, alignment, size).
+    const perf_config fallback{32, 32, 16, 1, 1, 2, 1, 0, true};
+    if (std::find(r.begin(), r.end(), fallback) == r.end() &&
+        gemm::make_kernel_plan(fallback, p, limits, nullptr))
+        r.push_back(fallback);
+    return r;
+}
+
+} // namespace conflux::cuda

@@ -1,0 +1,55 @@
+// Internal to the GEMM generator: the pieces of kernel text that gemm_kernel.cpp assembles.
+// Names in generated code start with cx_; the kernel's locals every piece may use are
+//   cx_tid, cx_lane, cx_warp        thread, lane and warp index
+//   cx_z, cx_m0, cx_n0              batch entry and the block tile's first row and column
+//   cx_a, cx_b                      A and B at batch entry z (storage-type pointers)
+//   cx_smem, cx_smem_base           the dynamic shared memory (generic / shared address)
+// and the shared memory holds all A stages first, then all B stages.
+#pragma once
+
+#include "cuda/codegen/gemm/gemm_problem.hpp"
+#include "cuda/codegen/gemm/kernel_plan.hpp"
+
+#include <string>
+
+namespace conflux::cuda::gemm {
+
+struct codegen_context {
+    const gemm_problem& problem;
+    const kernel_plan& plan;
+    std::string storage;     // element storage type, e.g. "cx_f16"
+    std::string accumulator; // "float", "double", "long long"
+    std::string offset_type; // "int", or "long long" when an offset may exceed int32
+};
+
+// A decimal literal for generated code ("LL"-suffixed beyond int32).
+std::string lit(long long v);
+std::string lit(std::size_t v);
+
+// The byte offset of element (outer, inner) in one stage of an operand's tile, swizzled:
+// defines `__device__ __forceinline__ unsigned <name>(unsigned outer, unsigned inner)`.
+std::string tile_offset_function(const std::string& name, const tile_plan& t,
+                                 unsigned element_bytes);
+
+// The copy of A's (is_a) or B's tiles from global to shared memory. `setup` declares the
+// per-thread state (kernel scope, after cx_a / cx_b / cx_m0 / cx_n0); `load` is the body of
+// a lambda of (int cx_slot, int cx_kt) that issues the copy of K-tile cx_kt into stage cx_slot.
+struct loader_text {
+    std::string setup;
+    std::string load;
+};
+loader_text operand_loader(const codegen_context& c, bool is_a);
+
+// The warps' multiply: `setup` declares the accumulators cx_acc and per-lane addressing;
+// `tile` is the body of a lambda of (int cx_slot) that multiplies the tiles of one stage into
+// cx_acc; `store` hands every accumulated element inside the matrix to `store_call`, a format
+// with the placeholders $V, $M, $N for the value and the (cx_offset-typed) row and column
+// within batch entry cx_z.
+struct compute_text {
+    std::string setup;
+    std::string tile;
+    std::string store;
+};
+compute_text warp_compute(const codegen_context& c, const std::string& store_call);
+
+} // namespace conflux::cuda::gemm

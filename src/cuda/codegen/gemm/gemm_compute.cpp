@@ -1,0 +1,253 @@
+// The warps' part of the GEMM kernel: fragments from shared memory, tensor-core or SIMT
+// multiply-accumulate, and the walk over the accumulators at the end.
+//
+// ldmatrix addressing (gemm.cuh gives the fragment layouts). With l = lane, lc8 = (l >> 3) & 1
+// and lc16 = l >> 4, the x4 loads that feed one mma read these four 8x8 matrices:
+//   A k-major   rows m0 + (l & 7) + 8 lc8,  16-byte chunk 2 ks + lc16            (a0..a3)
+//   A mn-major  rows k  (l & 7) + 8 lc16,   chunk of m: (wm0 + 16 mi) / 8 + lc8  (.trans)
+//   B k-major   rows n0 + (l & 7) + 8 lc16, chunk 2 ks + lc8     (b0, b1 of ni and ni + 1)
+//   B mn-major  rows k  (l & 7) + 8 lc8,    chunk of n: (wn0 + 8 ni) / 8 + lc16  (.trans)
+// (a 16-byte chunk is 8 16-bit or 4 tf32 elements; a k-step is 2 chunks for both). Every tile
+// row offset the warp adds is a multiple of 8, and the swizzle repeats every 8 rows
+// (swizzle_div * swizzle_mod divides 8), so each lane's swizzle term is computed once.
+#include "cuda/codegen/gemm/gemm_codegen.hpp"
+
+#include "conflux/ir/errors.hpp"
+
+namespace conflux::cuda::gemm {
+
+namespace {
+
+std::string u(unsigned v) {
+    return std::to_string(v) + "u";
+}
+
+std::string replace_all(std::string s, const std::string& what, const std::string& with) {
+    for (std::size_t at = s.find(what); at != std::string::npos;
+         at = s.find(what, at + with.size()))
+        s.replace(at, what.size(), with);
+    return s;
+}
+
+std::string store_line(const std::string& call, const std::string& v, const std::string& m,
+                       const std::string& n) {
+    return replace_all(replace_all(replace_all(call, "$V", v), "$M", m), "$N", n);
+}
+
+std::string swizzle_of_lane(const tile_plan& t) {
+    return "((cx_lane & 7u) / " + u(t.swizzle_div) + ") % " + u(t.swizzle_mod);
+}
+
+compute_text mma_compute(const codegen_context& c, const std::string& store_call) {
+    const kernel_plan& k = c.plan;
+    const unsigned eb = k.element_bytes;
+    const std::string FM = std::to_string(k.frag_m), FN = std::to_string(k.frag_n);
+    const std::string in = "    ", in2 = "        ", in3 = "            ";
+    compute_text r;
+    std::string& s = r.setup;
+    s += in + "const int cx_wm0 = (cx_warp % " + std::to_string(k.config.warps_m) + ") * " +
+         std::to_string(k.warp_tile_m) + ";\n";
+    s += in + "const int cx_wn0 = (cx_warp / " + std::to_string(k.config.warps_m) + ") * " +
+         std::to_string(k.warp_tile_n) + ";\n";
+    s += in + "float cx_acc[" + FM + "][" + FN + "][4];\n";
+    s += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + FM + "; ++i)\n";
+    s += in + "    #pragma unroll\n" + in + "    for (int j = 0; j < " + FN + "; ++j)\n";
+    s += in + "        cx_acc[i][j][0] = cx_acc[i][j][1] = cx_acc[i][j][2] = cx_acc[i][j][3] = "
+              "0.0f;\n";
+    const unsigned cpk = k.k_step * eb / 16; // 16-byte chunks per k-step (2)
+    const bool scalar_a = k.tf32 && k.a.major == operand_major::mn;
+    const bool scalar_b = k.tf32 && k.b.major == operand_major::mn;
+    // Per-lane parts of the ldmatrix addresses (see the table above).
+    if (!scalar_a) {
+        if (k.a.major == operand_major::k) {
+            s += in +
+                 "const unsigned cx_a_ld_row = (unsigned)(cx_wm0 + (cx_lane & 7) + "
+                 "((cx_lane >> 3) & 1) * 8) * " +
+                 u(k.a.row_bytes) + ";\n";
+            s += in + "const unsigned cx_a_ld_x = (cx_lane >> 4) ^ (" + swizzle_of_lane(k.a) +
+                 ");\n";
+        } else {
+            s += in + "const unsigned cx_a_ld_row = ((cx_lane & 7) + (cx_lane >> 4) * 8) * " +
+                 u(k.a.row_bytes) + ";\n";
+            s += in + "const unsigned cx_a_ld_chunk = (unsigned)cx_wm0 * " + u(eb) +
+                 " / 16u + ((cx_lane >> 3) & 1);\n";
+            s += in + "const unsigned cx_a_ld_sw = " + swizzle_of_lane(k.a) + ";\n";
+        }
+    }
+    if (!scalar_b) {
+        if (k.b.major == operand_major::k) {
+            s += in +
+                 "const unsigned cx_b_ld_row = (unsigned)(cx_wn0 + (cx_lane & 7) + "
+                 "(cx_lane >> 4) * 8) * " +
+                 u(k.b.row_bytes) + ";\n";
+            s += in + "const unsigned cx_b_ld_x = ((cx_lane >> 3) & 1) ^ (" + swizzle_of_lane(k.b) +
+                 ");\n";
+        } else {
+            s += in + "const unsigned cx_b_ld_row = ((cx_lane & 7) + ((cx_lane >> 3) & 1) * 8) * " +
+                 u(k.b.row_bytes) + ";\n";
+            s += in + "const unsigned cx_b_ld_chunk = (unsigned)cx_wn0 * " + u(eb) +
+                 " / 16u + (cx_lane >> 4);\n";
+            s += in + "const unsigned cx_b_ld_sw = " + swizzle_of_lane(k.b) + ";\n";
+        }
+    }
+    s += in + "const int cx_g = cx_lane >> 2, cx_t = cx_lane & 3;\n";
+
+    // One stage: tile_k / k_step mma steps.
+    std::string& t = r.tile;
+    t += in2 + "const unsigned cx_a_st = cx_smem_base + (unsigned)cx_slot * " +
+         u(unsigned(k.a.stage_bytes)) + ";\n";
+    t += in2 + "const unsigned cx_b_st = cx_smem_base + " +
+         u(unsigned(k.config.stages * k.a.stage_bytes)) + " + (unsigned)cx_slot * " +
+         u(unsigned(k.b.stage_bytes)) + ";\n";
+    t += in2 + "#pragma unroll\n" + in2 + "for (int ks = 0; ks < " +
+         std::to_string(k.config.tile_k / k.k_step) + "; ++ks) {\n";
+    t += in3 + "unsigned af[" + FM + "][4];\n" + in3 + "unsigned bf[" + FN + "][2];\n";
+    // A fragments.
+    t += in3 + "#pragma unroll\n" + in3 + "for (int mi = 0; mi < " + FM + "; ++mi) {\n";
+    if (scalar_a) {
+        t += in3 + "    const unsigned m = (unsigned)(cx_wm0 + mi * 16 + cx_g);\n";
+        t += in3 + "    const unsigned kk = (unsigned)(ks * 8 + cx_t);\n";
+        t += in3 + "    af[mi][0] = cx_lds32(cx_a_st + cx_a_tile_offset(kk, m));\n";
+        t += in3 + "    af[mi][1] = cx_lds32(cx_a_st + cx_a_tile_offset(kk, m + 8u));\n";
+        t += in3 + "    af[mi][2] = cx_lds32(cx_a_st + cx_a_tile_offset(kk + 4u, m));\n";
+        t += in3 + "    af[mi][3] = cx_lds32(cx_a_st + cx_a_tile_offset(kk + 4u, m + 8u));\n";
+    } else if (k.a.major == operand_major::k) {
+        t += in3 + "    cx_ldmatrix_x4(af[mi], cx_a_st + cx_a_ld_row + (unsigned)mi * " +
+             u(16 * k.a.row_bytes) + " + ((((unsigned)ks * " + u(cpk) + ") ^ cx_a_ld_x) << 4));\n";
+    } else {
+        CONFLUX_ASSERT(!k.tf32, "tf32 mn-major tiles are read without ldmatrix");
+        t += in3 + "    cx_ldmatrix_x4_trans(af[mi], cx_a_st + cx_a_ld_row + (unsigned)ks * " +
+             u(k.k_step * k.a.row_bytes) + " + (((cx_a_ld_chunk + (unsigned)mi * " +
+             u(16 * eb / 16) + ") ^ cx_a_ld_sw) << 4));\n";
+    }
+    t += in3 + "}\n";
+    // B fragments, two n-tiles per x4 load.
+    if (scalar_b) {
+        t += in3 + "#pragma unroll\n" + in3 + "for (int ni = 0; ni < " + FN + "; ++ni) {\n";
+        t += in3 + "    const unsigned n = (unsigned)(cx_wn0 + ni * 8 + cx_g);\n";
+        t += in3 + "    const unsigned kk = (unsigned)(ks * 8 + cx_t);\n";
+        t += in3 + "    bf[ni][0] = cx_lds32(cx_b_st + cx_b_tile_offset(kk, n));\n";
+        t += in3 + "    bf[ni][1] = cx_lds32(cx_b_st + cx_b_tile_offset(kk + 4u, n));\n";
+        t += in3 + "}\n";
+    } else {
+        const bool kmaj = k.b.major == operand_major::k;
+        auto address = [&](const std::string& ni) {
+            return kmaj ? "cx_b_st + cx_b_ld_row + (unsigned)(" + ni + ") * " +
+                              u(8 * k.b.row_bytes) + " + ((((unsigned)ks * " + u(cpk) +
+                              ") ^ cx_b_ld_x) << 4)"
+                        : "cx_b_st + cx_b_ld_row + (unsigned)ks * " + u(k.k_step * k.b.row_bytes) +
+                              " + (((cx_b_ld_chunk + (unsigned)(" + ni + ") * " + u(8 * eb / 16) +
+                              ") ^ cx_b_ld_sw) << 4)";
+        };
+        CONFLUX_ASSERT(kmaj || !k.tf32, "tf32 mn-major tiles are read without ldmatrix");
+        const std::string trans = kmaj ? "" : "_trans";
+        if (k.frag_n >= 2) {
+            t += in3 + "#pragma unroll\n" + in3 + "for (int ni = 0; ni + 1 < " + FN +
+                 "; ni += 2) {\n";
+            t += in3 + "    unsigned r[4];\n";
+            t += in3 + "    cx_ldmatrix_x4" + trans + "(r, " + address("ni") + ");\n";
+            t += in3 + "    bf[ni][0] = r[0]; bf[ni][1] = r[1]; bf[ni + 1][0] = r[2]; "
+                       "bf[ni + 1][1] = r[3];\n";
+            t += in3 + "}\n";
+        }
+        if (k.frag_n % 2 == 1)
+            t += in3 + "cx_ldmatrix_x2" + trans + "(bf[" + std::to_string(k.frag_n - 1) + "], " +
+                 address(std::to_string(k.frag_n - 1)) + ");\n";
+    }
+    if (k.tf32) {
+        t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FM + "; ++i)\n";
+        t += in3 + "    #pragma unroll\n" + in3 +
+             "    for (int j = 0; j < 4; ++j) af[i][j] = "
+             "cx_to_tf32(af[i][j]);\n";
+        t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FN + "; ++i)\n";
+        t += in3 + "    #pragma unroll\n" + in3 +
+             "    for (int j = 0; j < 2; ++j) bf[i][j] = "
+             "cx_to_tf32(bf[i][j]);\n";
+    }
+    const std::string mma = k.tf32                          ? "cx_mma_tf32"
+                            : c.problem.type == dtype::bf16 ? "cx_mma_bf16"
+                                                            : "cx_mma_f16";
+    t += in3 + "#pragma unroll\n" + in3 + "for (int mi = 0; mi < " + FM + "; ++mi)\n";
+    t += in3 + "    #pragma unroll\n" + in3 + "    for (int ni = 0; ni < " + FN + "; ++ni)\n";
+    t += in3 + "        " + mma + "(cx_acc[mi][ni], af[mi], bf[ni]);\n";
+    t += in2 + "}\n";
+
+    // c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8.
+    std::string& st = r.store;
+    const std::string M = lit(c.problem.m), N = lit(c.problem.n);
+    st += in + "#pragma unroll\n" + in + "for (int mi = 0; mi < " + FM + "; ++mi) {\n";
+    st += in + "    #pragma unroll\n" + in + "    for (int ni = 0; ni < " + FN + "; ++ni) {\n";
+    st += in + "        #pragma unroll\n" + in + "        for (int h = 0; h < 2; ++h) {\n";
+    st += in + "            const " + c.offset_type +
+          " m = cx_m0 + cx_wm0 + mi * 16 + cx_g + h * 8;\n";
+    st += in + "            const " + c.offset_type + " n = cx_n0 + cx_wn0 + ni * 8 + cx_t * 2;\n";
+    st += in + "            if (m < " + M + ") {\n";
+    st += in + "                if (n < " + N + ") " +
+          store_line(store_call, "cx_acc[mi][ni][h * 2]", "m", "n") + "\n";
+    st += in + "                if (n + 1 < " + N + ") " +
+          store_line(store_call, "cx_acc[mi][ni][h * 2 + 1]", "m", "n + 1") + "\n";
+    st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
+    return r;
+}
+
+compute_text simt_compute(const codegen_context& c, const std::string& store_call) {
+    const kernel_plan& k = c.plan;
+    const std::string FM = std::to_string(k.frag_m), FN = std::to_string(k.frag_n);
+    const std::string& acc = c.accumulator;
+    const std::string in = "    ", in2 = "        ", in3 = "            ";
+    compute_text r;
+    std::string& s = r.setup;
+    // A warp is 4 x 8 threads; thread (tm, tn) owns rows tm + 4i and columns tn + 8j of the
+    // warp's tile, so a warp's stores cover 8 adjacent columns.
+    s += in + "const int cx_wm0 = (cx_warp % " + std::to_string(k.config.warps_m) + ") * " +
+         std::to_string(k.warp_tile_m) + " + (cx_lane >> 3);\n";
+    s += in + "const int cx_wn0 = (cx_warp / " + std::to_string(k.config.warps_m) + ") * " +
+         std::to_string(k.warp_tile_n) + " + (cx_lane & 7);\n";
+    s += in + acc + " cx_acc[" + FM + "][" + FN + "];\n";
+    s += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + FM + "; ++i)\n";
+    s += in + "    #pragma unroll\n" + in + "    for (int j = 0; j < " + FN +
+         "; ++j) cx_acc[i][j] = 0;\n";
+
+    std::string& t = r.tile;
+    t += in2 + "const unsigned char* cx_a_st = cx_smem + (unsigned)cx_slot * " +
+         u(unsigned(k.a.stage_bytes)) + ";\n";
+    t += in2 + "const unsigned char* cx_b_st = cx_smem + " +
+         u(unsigned(k.config.stages * k.a.stage_bytes)) + " + (unsigned)cx_slot * " +
+         u(unsigned(k.b.stage_bytes)) + ";\n";
+    auto at = [&](const char* op, const tile_plan& tp, const std::string& row,
+                  const std::string& depth) {
+        const std::string o = tp.major == operand_major::k ? row : depth;
+        const std::string i = tp.major == operand_major::k ? depth : row;
+        return "cx_load(reinterpret_cast<const " + c.storage + "*>(cx_" + op + "_st + cx_" + op +
+               "_tile_offset(" + o + ", " + i + ")))";
+    };
+    t += in2 + "#pragma unroll\n" + in2 + "for (int kk = 0; kk < " +
+         std::to_string(k.config.tile_k) + "; ++kk) {\n";
+    t += in3 + acc + " a[" + FM + "], b[" + FN + "];\n";
+    t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FM +
+         "; ++i) a[i] = " + at("a", k.a, "(unsigned)(cx_wm0 + i * 4)", "(unsigned)kk") + ";\n";
+    t += in3 + "#pragma unroll\n" + in3 + "for (int j = 0; j < " + FN +
+         "; ++j) b[j] = " + at("b", k.b, "(unsigned)(cx_wn0 + j * 8)", "(unsigned)kk") + ";\n";
+    t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FM + "; ++i)\n";
+    t += in3 + "    #pragma unroll\n" + in3 + "    for (int j = 0; j < " + FN +
+         "; ++j) cx_acc[i][j] = cx_gemm_fma(a[i], b[j], cx_acc[i][j]);\n";
+    t += in2 + "}\n";
+
+    std::string& st = r.store;
+    st += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + FM + "; ++i) {\n";
+    st += in + "    #pragma unroll\n" + in + "    for (int j = 0; j < " + FN + "; ++j) {\n";
+    st += in + "        const " + c.offset_type + " m = cx_m0 + cx_wm0 + i * 4;\n";
+    st += in + "        const " + c.offset_type + " n = cx_n0 + cx_wn0 + j * 8;\n";
+    st += in + "        if (m < " + lit(c.problem.m) + " && n < " + lit(c.problem.n) + ") " +
+          store_line(store_call, "cx_acc[i][j]", "m", "n") + "\n";
+    st += in + "    }\n" + in + "}\n";
+    return r;
+}
+
+} // namespace
+
+compute_text warp_compute(const codegen_context& c, const std::string& store_call) {
+    return c.plan.mma ? mma_compute(c, store_call) : simt_compute(c, store_call);
+}
+
+} // namespace conflux::cuda::gemm

@@ -1,0 +1,316 @@
+// Assembles the GEMM kernel from its pieces (gemm_codegen.hpp): block -> tile mapping, the
+// operand loaders, the cp.async pipeline, the warps' multiply and the store through the
+// epilogue; plus the split-K finish kernel and the default epilogue.
+#include "cuda/codegen/gemm/gemm_kernel.hpp"
+
+#include "conflux/ir/errors.hpp"
+#include "cuda/codegen/device_types.hpp"
+#include "cuda/codegen/gemm/gemm_codegen.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace conflux::cuda {
+
+using gemm::lit;
+
+namespace {
+
+// A long long literal (the finish kernel and the default epilogue index in 64 bits).
+std::string lit64(std::size_t v) {
+    return std::to_string(v) + "LL";
+}
+
+constexpr long long int32_safe = 1LL << 30; // leaves room for a tile's overshoot
+
+// The largest element offset an operand's view can reach, as a bound for the index type.
+long long max_offset(const gemm_operand& o, std::size_t rows, const gemm_problem& p) {
+    long long r = 0;
+    for (std::size_t i = 0; i < p.batch_lens.size(); ++i)
+        r += (static_cast<long long>(p.batch_lens[i]) - 1) *
+             static_cast<long long>(o.batch_strides[i]);
+    r += (static_cast<long long>(rows) - 1) * std::llabs(o.row_stride);
+    for (std::size_t i = 0; i < o.k_lens.size(); ++i)
+        r += (static_cast<long long>(o.k_lens[i]) - 1) * std::llabs(o.k_strides[i]);
+    return r;
+}
+
+bool needs_64bit(const gemm_problem& p, const perf_config& c) {
+    long long biggest = std::max(max_offset(p.b, p.n, p), static_cast<long long>(p.k));
+    if (p.conv) {
+        const conv_geometry& g = *p.conv;
+        long long a = (static_cast<long long>(g.images) - 1) * g.image_stride +
+                      (static_cast<long long>(g.groups * g.group_channels) - 1) *
+                          std::llabs(g.channel_stride);
+        for (std::size_t d = 0; d < g.nd(); ++d)
+            a += (static_cast<long long>(g.input_spatial[d]) +
+                  static_cast<long long>(g.pad_begin[d])) *
+                 std::llabs(g.input_spatial_strides[d]);
+        biggest = std::max(biggest, a);
+    } else {
+        biggest = std::max(biggest, max_offset(p.a, p.m, p));
+    }
+    const double workspace = double(c.split_k) * double(p.batch()) * double(p.m) * double(p.n);
+    const double rows = double(p.m) + c.tile_m, cols = double(p.n) + c.tile_n;
+    return biggest >= int32_safe || workspace >= double(int32_safe) || rows >= double(int32_safe) ||
+           cols * std::max<double>(1, double(p.batch())) >= double(int32_safe);
+}
+
+std::string batch_offset(const gemm_problem& p, const gemm_operand& o, const std::string& off_t) {
+    std::string s;
+    std::string rest = "cx_z";
+    for (std::size_t d = p.batch_lens.size(); d-- > 0;) {
+        const std::size_t len = p.batch_lens[d];
+        const std::string idx = d == 0 ? rest : "(" + rest + " % " + lit(len) + ")";
+        if (len > 1 && o.batch_strides[d] != 0)
+            s += (s.empty() ? "" : " + ") + ("(" + off_t + ")" + idx) + " * " +
+                 lit(o.batch_strides[d]);
+        rest = "(" + rest + " / " + lit(len) + ")";
+    }
+    return s.empty() ? "0" : s;
+}
+
+// How the anchor's (z, m, n) become the epilogue's (b, m, n).
+std::string epilogue_call(const gemm_problem& p, const gemm_epilogue& e) {
+    std::string args;
+    for (const auto& a : e.arguments)
+        args += ", " + a;
+    if (p.family == gemm_family::convolution)
+        return "cx_epilogue($V, 0LL, (long long)($M), (long long)cx_z * " +
+               lit(p.conv->group_filters) + " + (long long)($N)" + args + ");";
+    return "cx_epilogue($V, (long long)cx_z, (long long)($M), (long long)($N)" + args + ");";
+}
+
+std::string join_parameters(const std::vector<std::string>& ps) {
+    std::string s;
+    for (const auto& p : ps)
+        s += ", " + p;
+    return s;
+}
+
+const char* device_headers = "#include \"conflux/types.cuh\"\n#include \"conflux/gemm.cuh\"\n\n"
+                             // Locals the generator declares for every shape are not always
+                             // used; that is not worth a warning per kernel.
+                             "#pragma nv_diag_suppress 177\n";
+
+} // namespace
+
+std::string gemm_accumulator_type(dtype input) {
+    return compute_type(input);
+}
+
+bool applies_epilogue_in_kernel(const perf_config& c) {
+    return c.split_k == 1;
+}
+
+std::size_t split_k_workspace_bytes(const gemm_problem& p, const perf_config& c) {
+    if (c.split_k <= 1) return 0;
+    const std::size_t acc = gemm_accumulator_type(p.type) == "float" ? 4 : 8;
+    return std::size_t(c.split_k) * p.batch() * p.m * p.n * acc;
+}
+
+kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
+                                   const gemm_epilogue& epilogue, const std::string& entry,
+                                   const gemm_device_limits& limits) {
+    std::string why;
+    const auto plan = gemm::make_kernel_plan(c, p, limits, &why);
+    CONFLUX_ASSERT(plan.has_value(), "perf config ", to_string(c), " is not valid for ",
+                   to_string(p), ": ", why);
+    const bool split = c.split_k > 1;
+    const gemm::codegen_context ctx{p, *plan, storage_type(p.type), gemm_accumulator_type(p.type),
+                                    needs_64bit(p, c) ? "long long" : "int"};
+    const std::string& off_t = ctx.offset_type;
+    const std::string& S = ctx.storage;
+
+    kernel_source k;
+    k.entry = entry;
+    k.inputs = 2;
+    k.outputs = split ? 1 : epilogue.parameters.size();
+    std::string& s = k.code;
+    s += device_headers;
+    s += "// " + to_string(c) + " for " + to_string(p) + "\n";
+    s += "typedef " + off_t + " cx_offset;\n\n";
+    if (!split) s += epilogue.code + "\n";
+    s += gemm::tile_offset_function("cx_a_tile_offset", plan->a, plan->element_bytes);
+    s += gemm::tile_offset_function("cx_b_tile_offset", plan->b, plan->element_bytes);
+    s += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(plan->threads) +
+         ") " + entry + "(const " + S + "* __restrict__ in0, const " + S + "* __restrict__ in1" +
+         (split ? ", " + ctx.accumulator + "* __restrict__ cx_workspace"
+                : join_parameters(epilogue.parameters)) +
+         ") {\n";
+    if (p.empty()) {
+        k.code += "}\n";
+        k.launch.grid = {0, 1, 1};
+        k.launch.block = {plan->threads, 1, 1};
+        return k;
+    }
+    const std::string in = "    ";
+    s += in + "extern __shared__ __align__(128) unsigned char cx_smem[];\n";
+    s += in + "const unsigned cx_smem_base = cx_shared_address(cx_smem);\n";
+    s += in + "const int cx_tid = threadIdx.x, cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
+
+    // Block -> (split, z, tile row, tile column); tile rows go in groups of 8 so that the
+    // blocks running together reuse each other's A and B tiles from L2.
+    const std::size_t tiles = plan->tiles_m * plan->tiles_n;
+    const std::size_t group_rows = std::min<std::size_t>(8, plan->tiles_m);
+    s += in + "int cx_bid = blockIdx.x;\n";
+    if (split) {
+        s += in + "const int cx_split = cx_bid / " + lit(tiles * p.batch()) + ";\n";
+        s += in + "cx_bid -= cx_split * " + lit(tiles * p.batch()) + ";\n";
+    }
+    if (p.batch() > 1) {
+        s += in + "const int cx_z = cx_bid / " + lit(tiles) + ";\n";
+        s += in + "cx_bid -= cx_z * " + lit(tiles) + ";\n";
+    } else {
+        s += in + "const int cx_z = 0;\n";
+    }
+    const std::string per_group = lit(group_rows * plan->tiles_n);
+    s += in + "const int cx_group = cx_bid / " + per_group + ";\n";
+    s += in + "const int cx_first_m = cx_group * " + lit(group_rows) + ";\n";
+    s += in + "const int cx_group_rows = " + lit(plan->tiles_m) + " - cx_first_m < " +
+         lit(group_rows) + " ? " + lit(plan->tiles_m) + " - cx_first_m : " + lit(group_rows) +
+         ";\n";
+    s += in + "const int cx_in_group = cx_bid - cx_group * " + per_group + ";\n";
+    s += in + "const cx_offset cx_m0 = (cx_offset)(cx_first_m + cx_in_group % cx_group_rows) * " +
+         lit(std::size_t(c.tile_m)) + ";\n";
+    s += in + "const cx_offset cx_n0 = (cx_offset)(cx_in_group / cx_group_rows) * " +
+         lit(std::size_t(c.tile_n)) + ";\n";
+    s += in + "const " + S + "* cx_a = in0 + " + batch_offset(p, p.a, off_t) + ";\n";
+    s += in + "const " + S + "* cx_b = in1 + " + batch_offset(p, p.b, off_t) + ";\n";
+
+    const auto a = gemm::operand_loader(ctx, true);
+    const auto b = gemm::operand_loader(ctx, false);
+    s += a.setup + b.setup;
+    s +=
+        in + "auto cx_load_tiles = [&](int cx_slot, int cx_kt) {\n" + a.load + b.load + in + "};\n";
+
+    const std::string store = split ? "cx_workspace[(((cx_offset)cx_split * " + lit(p.batch()) +
+                                          " + cx_z) * " + lit(p.m) + " + ($M)) * " + lit(p.n) +
+                                          " + ($N)] = $V;"
+                                    : epilogue_call(p, epilogue);
+    const auto compute = gemm::warp_compute(ctx, store);
+    s += compute.setup;
+    s += in + "auto cx_multiply = [&](int cx_slot) {\n" + compute.tile + in + "};\n";
+
+    // This block's K-tiles, then the pipeline: stages - 1 tiles in flight ahead of the one
+    // being multiplied. Every iteration commits one (possibly empty) group, so waiting until
+    // at most stages - 2 groups are pending means tile t has landed; the barrier after the
+    // wait also tells every warp that the stage about to be refilled is no longer read.
+    const std::string stages = std::to_string(c.stages);
+    if (split) {
+        s += in + "const int cx_kt_begin = cx_split * " + lit(plan->k_tiles_per_split) + ";\n";
+        s += in + "const int cx_kt_count = " + lit(plan->k_tiles) + " - cx_kt_begin < " +
+             lit(plan->k_tiles_per_split) + " ? " + lit(plan->k_tiles) +
+             " - cx_kt_begin : " + lit(plan->k_tiles_per_split) + ";\n";
+    } else {
+        s += in + "const int cx_kt_begin = 0;\n";
+        s += in + "const int cx_kt_count = " + lit(plan->k_tiles) + ";\n";
+    }
+    s += in + "#pragma unroll\n" + in + "for (int s = 0; s < " + std::to_string(c.stages - 1) +
+         "; ++s) {\n";
+    s += in + "    if (s < cx_kt_count) cx_load_tiles(s, cx_kt_begin + s);\n";
+    s += in + "    cx_cp_async_commit();\n" + in + "}\n";
+    s += in + "for (int t = 0; t < cx_kt_count; ++t) {\n";
+    s += in + "    cx_cp_async_wait<" + std::to_string(c.stages - 2) + ">();\n";
+    s += in + "    __syncthreads();\n";
+    s += in + "    const int next = t + " + std::to_string(c.stages - 1) + ";\n";
+    s += in + "    if (next < cx_kt_count) cx_load_tiles(next % " + stages +
+         ", cx_kt_begin + next);\n";
+    s += in + "    cx_cp_async_commit();\n";
+    s += in + "    cx_multiply(t % " + stages + ");\n";
+    s += in + "}\n";
+    s += in + "cx_cp_async_wait<0>();\n";
+    s += compute.store;
+    s += "}\n";
+
+    k.launch.grid = {unsigned(plan->blocks), 1, 1};
+    k.launch.block = {plan->threads, 1, 1};
+    k.launch.shared_bytes = unsigned(plan->shared_bytes);
+    return k;
+}
+
+kernel_source generate_split_k_finish_kernel(const gemm_problem& p, const perf_config& c,
+                                             const gemm_epilogue& epilogue,
+                                             const std::string& entry) {
+    CONFLUX_ASSERT(c.split_k > 1, "the finish kernel is for split-K configs, not ", to_string(c));
+    const std::string acc = gemm_accumulator_type(p.type);
+    const std::size_t total = p.batch() * p.m * p.n;
+    kernel_source k;
+    k.entry = entry;
+    k.inputs = 1;
+    k.outputs = epilogue.parameters.size();
+    std::string& s = k.code;
+    s += device_headers;
+    s += "// split-K " + std::to_string(c.split_k) + " finish for " + to_string(p) + "\n\n";
+    s += epilogue.code + "\n";
+    s += "extern \"C\" __global__ void __launch_bounds__(256) " + entry + "(const " + acc +
+         "* __restrict__ cx_workspace" + join_parameters(epilogue.parameters) + ") {\n";
+    if (total > 0) {
+        const std::string in = "    ";
+        s += in + "const long long e = (long long)blockIdx.x * 256 + threadIdx.x;\n";
+        s += in + "if (e >= " + lit64(total) + ") return;\n";
+        s += in + acc + " v = cx_workspace[e];\n";
+        s += in + "#pragma unroll\n" + in + "for (int s = 1; s < " + std::to_string(c.split_k) +
+             "; ++s) v = cx_reduce_add(v, cx_workspace[(long long)s * " + lit64(total) +
+             " + e]);\n";
+        s += in + "const long long cx_z = e / " + lit64(p.m * p.n) + ";\n";
+        s += in + "const long long m = e / " + lit64(p.n) + " % " + lit64(p.m) + ";\n";
+        s += in + "const long long n = e % " + lit64(p.n) + ";\n";
+        std::string call = epilogue_call(p, epilogue);
+        for (const auto& [from, to] :
+             {std::pair<std::string, std::string>{"$V", "v"}, {"$M", "m"}, {"$N", "n"}})
+            call.replace(call.find(from), from.size(), to);
+        s += in + call + "\n";
+    }
+    s += "}\n";
+    k.launch.grid = {unsigned((total + 255) / 256), 1, 1};
+    k.launch.block = {256, 1, 1};
+    return k;
+}
+
+gemm_epilogue default_epilogue(const gemm_problem& p, const shape& output) {
+    const std::string acc = gemm_accumulator_type(p.type);
+    // Output axes in the problem's order: dot [batch..., M, N]; convolution channels last.
+    dims lens = output.lens(), strides = output.strides();
+    if (p.conv && !p.conv->channels_last) {
+        const std::size_t rank = lens.size();
+        dims l{lens[0]}, st{strides[0]};
+        for (std::size_t i = 2; i < rank; ++i) {
+            l.push_back(lens[i]);
+            st.push_back(strides[i]);
+        }
+        l.push_back(lens[1]);
+        st.push_back(strides[1]);
+        lens = l;
+        strides = st;
+    }
+    const std::size_t rank = lens.size();
+    // dot: b over the batch axes, then m, n; convolution: m over [N, out spatial...], then n.
+    const std::size_t m_axes = p.family == gemm_family::dot ? rank - 2 : 0;
+    auto decompose = [&](const std::string& var, std::size_t first, std::size_t last) {
+        std::string code, rest = var;
+        for (std::size_t d = last; d-- > first;) {
+            const std::string idx = d == first ? rest : "(" + rest + " % " + lit(lens[d]) + "LL)";
+            if (lens[d] > 1 && strides[d] != 0) code += " + " + idx + " * " + lit64(strides[d]);
+            rest = "(" + rest + " / " + lit(lens[d]) + "LL)";
+        }
+        return code;
+    };
+    std::string off = "0";
+    if (p.family == gemm_family::dot) {
+        off += decompose("b", 0, m_axes);
+        off += " + m * " + lit64(strides[rank - 2]) + " + n * " + lit64(strides[rank - 1]);
+    } else {
+        off += decompose("m", 0, rank - 1);
+        off += " + n * " + lit64(strides[rank - 1]);
+    }
+    gemm_epilogue e;
+    e.parameters = {storage_type(output.type()) + "* __restrict__ out0"};
+    e.arguments = {"out0"};
+    e.code = "__device__ __forceinline__ void cx_epilogue(" + acc +
+             " v, long long b, long long m, long long n, " + e.parameters[0] + ") {\n" +
+             "    cx_store(out0 + (" + off + "), v);\n}\n";
+    return e;
+}
+
+} // namespace conflux::cuda

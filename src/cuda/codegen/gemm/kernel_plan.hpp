@@ -1,0 +1,59 @@
+// Everything the GEMM kernel generator derives from a perf config and a problem before writing
+// code: how the block's threads copy each operand's tile into shared memory, the shared-memory
+// layout, the fragment shapes. Making the plan is the one place the kernel's constraints are
+// checked, so valid() (perf_config.hpp) and the generator cannot disagree.
+#pragma once
+
+#include "cuda/codegen/gemm/gemm_problem.hpp"
+#include "cuda/codegen/gemm/perf_config.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace conflux::cuda::gemm {
+
+// One operand's tile in shared memory, per pipeline stage: `outer` rows of `inner` elements,
+// inner being the operand's contiguous axis (k for a k-major tile, m or n for an mn-major one).
+// Rows are swizzled in 16-byte chunks: chunk c of row r is stored at chunk c ^ swizzle(r),
+// swizzle(r) = (r / swizzle_div) % swizzle_mod, so that the eight rows one ldmatrix reads (and
+// the eight of a SIMT column) fall into distinct banks whatever the row length.
+struct tile_plan {
+    operand_major major = operand_major::k;
+    unsigned rows = 0;      // of the GEMM: tile_m for A, tile_n for B
+    unsigned outer = 0;     // rows of the shared tile
+    unsigned inner = 0;     // elements per row of the shared tile
+    unsigned row_bytes = 0; // inner * element size (a multiple of 16)
+    unsigned swizzle_div = 1;
+    unsigned swizzle_mod = 1;
+    std::size_t stage_bytes = 0;
+    unsigned vector = 1;           // elements per global load along `inner`
+    bool async = false;            // cp.async (vector bytes 4, 8 or 16); else through registers
+    unsigned loads_per_thread = 0; // vectors each thread copies per stage (last may be partial)
+    bool loads_exact = true;       // every thread's last load is inside the tile
+};
+
+struct kernel_plan {
+    perf_config config;
+    unsigned threads = 0;
+    unsigned element_bytes = 0;
+    bool mma = false;    // tensor cores (else SIMT FMA)
+    bool tf32 = false;   // f32 inputs on tensor cores
+    unsigned k_step = 0; // mma K (16, or 8 for tf32); 1 for SIMT
+    unsigned warp_tile_m = 0, warp_tile_n = 0;
+    unsigned frag_m = 0, frag_n = 0; // mma: 16x8 tiles per warp; SIMT: elements per thread
+    tile_plan a, b;
+    std::size_t shared_bytes = 0;
+    std::size_t k_tiles = 0;           // tiles of tile_k along K
+    std::size_t k_tiles_per_split = 0; // each split's share (the last may have fewer)
+    std::size_t tiles_m = 0, tiles_n = 0, blocks = 0;
+};
+
+// nullopt with *why set when the kernel cannot run the problem with this config.
+std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_problem& p,
+                                            const gemm_device_limits& limits, std::string* why);
+
+// Whether the tensor-core path supports this input type (f16, bf16, f32 as tf32).
+bool mma_supports(dtype t);
+
+} // namespace conflux::cuda::gemm

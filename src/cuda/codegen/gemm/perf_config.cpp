@@ -1,0 +1,68 @@
+#include "cuda/codegen/gemm/perf_config.hpp"
+
+#include "cuda/codegen/gemm/kernel_plan.hpp"
+
+namespace conflux::cuda {
+
+namespace {
+
+// Reads a decimal without leading zeros (and no sign) from the front of s.
+bool take_number(std::string_view& s, unsigned& out) {
+    std::size_t i = 0;
+    unsigned long long v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        v = v * 10 + unsigned(s[i] - '0');
+        if (v > (1u << 20)) return false;
+        ++i;
+    }
+    if (i == 0 || (i > 1 && s[0] == '0')) return false;
+    out = unsigned(v);
+    s.remove_prefix(i);
+    return true;
+}
+
+bool take(std::string_view& s, std::string_view prefix) {
+    if (s.substr(0, prefix.size()) != prefix) return false;
+    s.remove_prefix(prefix.size());
+    return true;
+}
+
+} // namespace
+
+std::optional<perf_config> parse_perf_config(std::string_view s) {
+    perf_config c;
+    if (!take_number(s, c.tile_m) || !take(s, "x") || !take_number(s, c.tile_n) || !take(s, "x") ||
+        !take_number(s, c.tile_k) || !take(s, "_w") || !take_number(s, c.warps_m) ||
+        !take(s, "x") || !take_number(s, c.warps_n) || !take(s, "_s") ||
+        !take_number(s, c.stages) || !take(s, "_k") || !take_number(s, c.split_k))
+        return std::nullopt;
+    if (take(s, "_v") && (!take_number(s, c.vector) || c.vector == 0)) return std::nullopt;
+    if (take(s, "_simt")) c.simt = true;
+    if (!s.empty()) return std::nullopt;
+    return c;
+}
+
+std::string to_string(const perf_config& c) {
+    std::string s = std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" +
+                    std::to_string(c.tile_k) + "_w" + std::to_string(c.warps_m) + "x" +
+                    std::to_string(c.warps_n) + "_s" + std::to_string(c.stages) + "_k" +
+                    std::to_string(c.split_k);
+    if (c.vector != 0) s += "_v" + std::to_string(c.vector);
+    if (c.simt) s += "_simt";
+    return s;
+}
+
+std::size_t shared_bytes(const perf_config& c, const gemm_problem& p) {
+    // Computed without the device limit so that an oversized config still reports its need.
+    gemm_device_limits unlimited;
+    unlimited.shared_per_block = std::size_t(-1);
+    const auto plan = gemm::make_kernel_plan(c, p, unlimited, nullptr);
+    return plan ? plan->shared_bytes : 0;
+}
+
+bool valid(const perf_config& c, const gemm_problem& p, std::string* why,
+           const gemm_device_limits& limits) {
+    return gemm::make_kernel_plan(c, p, limits, why).has_value();
+}
+
+} // namespace conflux::cuda

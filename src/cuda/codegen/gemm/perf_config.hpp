@@ -1,0 +1,73 @@
+// A perf config names one variant of the generated GEMM / implicit-GEMM convolution kernel
+// (gemm_kernel.hpp). Its text is what the problem cache stores and what --perf-config takes:
+//
+//   <M>x<N>x<K>_w<A>x<B>_s<S>_k<P>[_v<V>][_simt]
+//
+//   M x N x K   the block's tile: rows of A / the output, columns of B / the output, and the
+//               depth of one pipeline step along the reduction
+//   wA x B      warps per block along M and along N (each warp owns an (M/A) x (N/B) sub-tile)
+//   sS          shared-memory pipeline stages (cp.async multistage; >= 2)
+//   kP          split-K: P blocks share one output tile, each reducing 1/P of K (see
+//               gemm_kernel.hpp for how partial sums are combined)
+//   vV          elements per global load of both operands (1, 2, 4, 8, 16; at most 16 bytes);
+//               absent: each operand uses the widest its alignment allows
+//   simt        plain FMA in the accumulator type instead of tensor cores: the path for f64,
+//               integers and exact fp32
+//
+// e.g. "128x128x32_w2x2_s3_k1", "64x64x16_w2x2_s2_k1_simt", "128x256x32_w2x4_s3_k2_v8".
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace conflux::cuda {
+
+struct gemm_problem;
+
+struct perf_config {
+    unsigned tile_m = 128;
+    unsigned tile_n = 128;
+    unsigned tile_k = 32;
+    unsigned warps_m = 2;
+    unsigned warps_n = 2;
+    unsigned stages = 3;
+    unsigned split_k = 1;
+    unsigned vector = 0; // 0: each operand's widest
+    bool simt = false;
+
+    unsigned threads() const { return 32 * warps_m * warps_n; }
+    friend bool operator==(const perf_config&, const perf_config&) = default;
+};
+
+// What the device offers a kernel; the defaults are an H100/H200's (sm_90).
+struct gemm_device_limits {
+    unsigned sm_count = 132;
+    std::size_t shared_per_block = 227 * 1024; // the opt-in maximum of dynamic shared memory
+    std::size_t shared_per_sm = 228 * 1024;
+};
+
+// nullopt for anything that is not exactly a config's text (no throw): every number a decimal
+// without leading zeros, the optional fields in the order above, each at most once.
+std::optional<perf_config> parse_perf_config(std::string_view text);
+std::string to_string(const perf_config& c);
+
+// Dynamic shared memory the kernel of c asks for on p: the pipeline's stages of both tiles.
+std::size_t shared_bytes(const perf_config& c, const gemm_problem& p);
+
+// Whether the kernel of c can run p on a device with these limits; when not and why is given,
+// *why says which constraint failed, e.g. "pipeline needs 240 KiB of shared memory, the device
+// allows 227 KiB".
+bool valid(const perf_config& c, const gemm_problem& p, std::string* why = nullptr,
+           const gemm_device_limits& limits = {});
+
+// The configs worth trying on p, every one valid, ranked best-first by a simple model
+// (candidate_configs.cpp): estimated time from wave quantisation over the device's SMs, the
+// tile's arithmetic intensity, occupancy and split-K's extra traffic. Never empty: a small SIMT
+// config runs every problem.
+std::vector<perf_config> candidate_configs(const gemm_problem& p,
+                                           const gemm_device_limits& limits = {});
+
+} // namespace conflux::cuda

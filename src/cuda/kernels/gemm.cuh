@@ -1,0 +1,128 @@
+// Tensor-core and copy primitives for the generated GEMM / implicit-GEMM convolution kernels
+// (src/cuda/codegen/gemm/). Inline PTX only: NVRTC compiles these without any CUDA header.
+//
+// Register layouts are the PTX ISA's for mma.sync m16n8k16 (f16, bf16) and m16n8k8 (tf32),
+// with g = lane / 4 and t = lane % 4:
+//   A (16x16, 16-bit): a0 = rows g, cols 2t..2t+1; a1 = rows g+8; a2 = cols +8; a3 = both
+//   B (16x8, 16-bit):  b0 = rows (k) 2t..2t+1, col (n) g; b1 = rows +8
+//   A (16x8, tf32):    a0 = (g, t); a1 = (g+8, t); a2 = (g, t+4); a3 = (g+8, t+4)
+//   B (8x8, tf32):     b0 = (k t, n g); b1 = (k t+4, n g)
+//   C (16x8, f32):     c0, c1 = row g, cols 2t, 2t+1; c2, c3 = row g+8
+// ldmatrix hands lane l the 32-bit word (row l/4, word l%4) of each 8x8 matrix of 16-bit
+// elements (8 rows of 16 bytes); .trans hands it (rows 2(l%4)..+1, column l/4) instead. Both
+// fragment layouts above are exactly that, which is why the generator can feed mma from
+// shared memory with ldmatrix for 16-bit data in either major order and for K-major tf32.
+#pragma once
+
+#include "conflux/reduce.cuh" // cx_reduce_add: the split-K finish sums like a reduction
+#include "conflux/types.cuh"
+
+// The shared-state-space address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned cx_shared_address(const void* p) {
+    unsigned long long a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+    return static_cast<unsigned>(a);
+}
+
+// cp.async of BYTES (4, 8 or 16) from global src to shared dst. When `full` is false nothing is
+// read and the destination is zero-filled (src-size 0), which is how tiles are padded past the
+// edges of a matrix and into a convolution's padding. 16-byte copies bypass L1 (.cg).
+template <int BYTES>
+__device__ __forceinline__ void cx_cp_async(unsigned dst, const void* src, bool full) {
+    const int src_bytes = full ? BYTES : 0;
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                     "r"(src_bytes)
+                     : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src),
+                     "n"(BYTES), "r"(src_bytes)
+                     : "memory");
+}
+
+__device__ __forceinline__ void cx_cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING> __device__ __forceinline__ void cx_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
+
+__device__ __forceinline__ void cx_ldmatrix_x4(unsigned (&r)[4], unsigned address) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address)
+                 : "memory");
+}
+__device__ __forceinline__ void cx_ldmatrix_x4_trans(unsigned (&r)[4], unsigned address) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address)
+                 : "memory");
+}
+__device__ __forceinline__ void cx_ldmatrix_x2(unsigned (&r)[2], unsigned address) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(address)
+                 : "memory");
+}
+__device__ __forceinline__ void cx_ldmatrix_x2_trans(unsigned (&r)[2], unsigned address) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(address)
+                 : "memory");
+}
+
+// A 32-bit word of shared memory, for tf32 fragments of M- or N-major tiles (ldmatrix has no
+// 32-bit transpose).
+__device__ __forceinline__ unsigned cx_lds32(unsigned address) {
+    unsigned r;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(r) : "r"(address) : "memory");
+    return r;
+}
+
+// f32 bits rounded to tf32 (round to nearest, ties away, as cuBLAS does); mma.tf32 would
+// otherwise truncate the low mantissa bits.
+__device__ __forceinline__ unsigned cx_to_tf32(unsigned f32_bits) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(f32_bits)));
+    return r;
+}
+
+// d += a * b on one 16x8 tile.
+__device__ __forceinline__ void cx_mma_f16(float (&d)[4], const unsigned (&a)[4],
+                                           const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void cx_mma_bf16(float (&d)[4], const unsigned (&a)[4],
+                                            const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void cx_mma_tf32(float (&d)[4], const unsigned (&a)[4],
+                                            const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// acc + a * b in the accumulator type of the SIMT path. Integers wrap (through unsigned) like
+// the reference target instead of overflowing into undefined behaviour.
+__device__ __forceinline__ float cx_gemm_fma(float a, float b, float acc) {
+    return fmaf(a, b, acc);
+}
+__device__ __forceinline__ double cx_gemm_fma(double a, double b, double acc) {
+    return fma(a, b, acc);
+}
+__device__ __forceinline__ long long cx_gemm_fma(long long a, long long b, long long acc) {
+    return static_cast<long long>(static_cast<unsigned long long>(acc) +
+                                  static_cast<unsigned long long>(a) *
+                                      static_cast<unsigned long long>(b));
+}

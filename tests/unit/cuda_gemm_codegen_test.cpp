@@ -1,0 +1,528 @@
+// The tensor-core GEMM generator on the CPU: perf config text, problem analysis, valid() and
+// its reasons, the candidate space, and NVRTC compiles of generated kernels for sm_90 (no GPU
+// needed). tests/gpu/gemm_kernel_test.cpp runs the same kernels on a GPU.
+#include "conflux/ops/convolution.hpp"
+#include "conflux/ops/dot.hpp"
+#include "cuda/codegen/gemm/gemm_kernel.hpp"
+#include "cuda/codegen/gemm/gemm_problem.hpp"
+#include "cuda/codegen/gemm/perf_config.hpp"
+#include "cuda/runtime/nvrtc_compiler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace conflux::cuda {
+namespace {
+
+gemm_problem dot_problem(dtype t, const shape& a, const shape& b,
+                         std::array<std::size_t, 2> offsets = {0, 0}) {
+    const operation op = op::dot{};
+    const shape out = op.compute_shape({a, b});
+    auto p = make_gemm_problem(op, {a, b}, out, offsets);
+    EXPECT_TRUE(p.has_value());
+    EXPECT_EQ(p->type, t);
+    return *p;
+}
+
+gemm_problem dot_problem(dtype t, std::size_t m, std::size_t n, std::size_t k,
+                         bool transposed_b = false) {
+    const shape a{t, {m, k}};
+    const shape b = transposed_b ? shape{t, {k, n}, {1, k}} : shape{t, {k, n}};
+    return dot_problem(t, a, b);
+}
+
+op::convolution conv_op(std::size_t nd, std::size_t stride, std::size_t pad, std::size_t group,
+                        std::size_t dilation = 1) {
+    op::convolution c;
+    c.channels_last = true;
+    c.group = group;
+    c.stride.assign(nd, stride);
+    c.dilation.assign(nd, dilation);
+    c.padding.assign(2 * nd, pad);
+    return c;
+}
+
+// input [n, spatial..., c], weights [k, kernel..., c / group]
+struct conv_case {
+    gemm_problem problem;
+    shape x, w, y;
+};
+
+conv_case conv_problem(dtype t, const op::convolution& c, dims x_lens, dims w_lens) {
+    const operation op = c;
+    const shape x{t, x_lens}, w{t, w_lens};
+    const shape y = op.compute_shape({x, w});
+    auto p = make_gemm_problem(op, {x, w}, y);
+    EXPECT_TRUE(p.has_value());
+    return {*p, x, w, y};
+}
+
+TEST(CudaGemmConfig, ParsesAndPrintsRoundTrip) {
+    for (const char* text :
+         {"128x128x32_w2x2_s3_k1", "128x256x32_w2x4_s4_k2_v8", "64x64x16_w2x2_s2_k1_simt",
+          "16x32x32_w1x1_s2_k4_v1_simt", "256x128x64_w4x2_s3_k1"}) {
+        const auto c = parse_perf_config(text);
+        ASSERT_TRUE(c.has_value()) << text;
+        EXPECT_EQ(to_string(*c), text);
+    }
+    const auto c = parse_perf_config("128x256x32_w2x4_s4_k2_v8");
+    EXPECT_EQ(c->tile_m, 128u);
+    EXPECT_EQ(c->tile_n, 256u);
+    EXPECT_EQ(c->tile_k, 32u);
+    EXPECT_EQ(c->warps_m, 2u);
+    EXPECT_EQ(c->warps_n, 4u);
+    EXPECT_EQ(c->stages, 4u);
+    EXPECT_EQ(c->split_k, 2u);
+    EXPECT_EQ(c->vector, 8u);
+    EXPECT_FALSE(c->simt);
+    EXPECT_EQ(c->threads(), 256u);
+}
+
+TEST(CudaGemmConfig, RejectsGarbage) {
+    for (const char* text :
+         {"", "garbage", "128x128x32", "128x128x32_w2x2_s3", "128x128x32_w2x2_s3_k1_",
+          "128x128x32_w2x2_s3_k1_simt_v8", "0128x128x32_w2x2_s3_k1", "-1x128x32_w2x2_s3_k1",
+          "128x128x32_w2x2_s3_k1_v0", "99999999999x1x1_w1x1_s2_k1", "128X128x32_w2x2_s3_k1",
+          "128x128x32_w2x2_s3_k1 ", " 128x128x32_w2x2_s3_k1", "128x128x32_w2x2_s3_k1_v8_v8",
+          "128x128x32_w2x2_s3_k1_simt_simt", "128x128x32_s3_w2x2_k1", "1x2x3_w4x5_s6_k7_x"})
+        EXPECT_FALSE(parse_perf_config(text).has_value()) << text;
+}
+
+std::string why_not(const std::string& config, const gemm_problem& p,
+                    const gemm_device_limits& limits = {}) {
+    std::string why;
+    const auto c = parse_perf_config(config);
+    EXPECT_TRUE(c.has_value()) << config;
+    EXPECT_FALSE(valid(*c, p, &why, limits)) << config << " on " << to_string(p);
+    EXPECT_FALSE(why.empty());
+    return why;
+}
+
+bool is_valid(const std::string& config, const gemm_problem& p) {
+    std::string why;
+    const bool ok = valid(*parse_perf_config(config), p, &why);
+    EXPECT_TRUE(ok || !why.empty());
+    return ok;
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+
+TEST(CudaGemmConfig, ValidRejectsWithReasons) {
+    const auto big = dot_problem(dtype::f16, 4096, 4096, 4096);
+    EXPECT_TRUE(is_valid("128x128x32_w2x2_s3_k1", big));
+    EXPECT_TRUE(is_valid("128x256x32_w2x4_s4_k1_v8", big));
+    EXPECT_CONTAINS(why_not("256x256x128_w4x4_s4_k1", big), "shared memory");
+    gemm_device_limits small_device;
+    small_device.shared_per_block = 48 * 1024;
+    EXPECT_CONTAINS(why_not("128x128x32_w2x2_s4_k1", big, small_device), "48 KiB");
+    EXPECT_EQ(shared_bytes(*parse_perf_config("128x128x32_w2x2_s4_k1"), big),
+              4u * (128 * 32 + 32 * 128) * 2);
+    EXPECT_CONTAINS(why_not("128x128x32_w2x2_s1_k1", big), "stages");
+    EXPECT_CONTAINS(why_not("128x128x32_w3x2_s3_k1", big), "do not divide");
+    EXPECT_CONTAINS(why_not("128x128x32_w16x1_s3_k1", big), "16x8");
+    EXPECT_CONTAINS(why_not("128x128x24_w2x2_s3_k1", big), "multiple of the mma");
+    EXPECT_CONTAINS(why_not("128x128x32_w2x2_s3_k1_v16", big), "16 bytes");
+    EXPECT_CONTAINS(why_not("128x128x32_w2x2_s3_k1_v3", big), "vector width");
+    EXPECT_CONTAINS(why_not("128x128x32_w8x8_s3_k1", big), "1024 threads");
+    EXPECT_CONTAINS(why_not("128x128x32_w1x1_s3_k1", big), "accumulator registers");
+
+    // K = 7: rows of A are 14 bytes apart, so no vector wider than one element.
+    const auto odd = dot_problem(dtype::f16, 64, 64, 7);
+    EXPECT_CONTAINS(why_not("64x64x32_w2x2_s3_k1_v8", odd), "too wide for A");
+    EXPECT_CONTAINS(why_not("64x64x32_w2x2_s3_k1_v2", odd), "too wide");
+    EXPECT_TRUE(is_valid("64x64x32_w2x2_s3_k1_v1", odd));
+    EXPECT_TRUE(is_valid("64x64x32_w2x2_s3_k1", odd)); // auto width: element copies
+    // A view that starts 2 bytes into its buffer allows no 16-byte copy.
+    const auto offset =
+        dot_problem(dtype::f16, shape{dtype::f16, {64, 64}}, shape{dtype::f16, {64, 64}}, {1, 0});
+    EXPECT_EQ(offset.a.max_vector, 1u);
+    EXPECT_EQ(offset.b.max_vector, 8u);
+    EXPECT_CONTAINS(why_not("64x64x32_w2x2_s3_k1_v8", offset), "aligned");
+
+    const auto f64 = dot_problem(dtype::f64, 64, 64, 64);
+    EXPECT_CONTAINS(why_not("64x64x32_w2x2_s3_k1", f64), "_simt");
+    EXPECT_TRUE(is_valid("64x64x16_w2x2_s3_k1_simt", f64));
+    EXPECT_CONTAINS(why_not("64x64x16_w2x2_s3_k8_simt", f64), "split-K");
+    EXPECT_CONTAINS(why_not("128x128x16_w1x1_s3_k1_simt", f64), "accumulator registers");
+    const auto i8 = dot_problem(dtype::i8, 64, 64, 64);
+    EXPECT_CONTAINS(why_not("64x64x8_w2x2_s3_k1_simt", i8), "16 bytes");
+    EXPECT_CONTAINS(why_not("64x64x16_w2x2_s3_k1_v2_simt", i8), "cp.async");
+    EXPECT_TRUE(is_valid("64x64x16_w2x2_s3_k1_v16_simt", i8));
+
+    // Split-K needs a K-tile for every split.
+    const auto short_k = dot_problem(dtype::f16, 64, 64, 64);
+    EXPECT_TRUE(is_valid("64x64x32_w2x2_s3_k2", short_k));
+    EXPECT_CONTAINS(why_not("64x64x32_w2x2_s3_k4", short_k), "split-K 4");
+}
+
+TEST(CudaGemmProblem, DotOperandsLayoutsAndBroadcast) {
+    const auto p = dot_problem(dtype::f16, 128, 256, 64);
+    EXPECT_EQ(p.family, gemm_family::dot);
+    EXPECT_EQ(p.m, 128u);
+    EXPECT_EQ(p.n, 256u);
+    EXPECT_EQ(p.k, 64u);
+    EXPECT_EQ(p.batch(), 1u);
+    EXPECT_EQ(p.a.major, operand_major::k);
+    EXPECT_EQ(p.b.major, operand_major::mn);
+    EXPECT_EQ(p.a.max_vector, 8u);
+    EXPECT_EQ(p.b.max_vector, 8u);
+    const auto t = dot_problem(dtype::f16, 128, 256, 64, true);
+    EXPECT_EQ(t.b.major, operand_major::k);
+    EXPECT_EQ(t.b.row_stride, 64);
+
+    // [2, 1, M, K] x [3, K, N]: batch [2, 3]; A broadcasts along the 3, B along the 2.
+    const auto b =
+        dot_problem(dtype::f32, shape{dtype::f32, {2, 1, 5, 6}}, shape{dtype::f32, {3, 6, 7}});
+    EXPECT_EQ(b.batch_lens, (dims{2, 3}));
+    EXPECT_EQ(b.a.batch_strides, (dims{30, 0}));
+    EXPECT_EQ(b.b.batch_strides, (dims{0, 42}));
+    EXPECT_EQ(b.a.max_vector, 2u); // K = 6
+    EXPECT_EQ(b.b.max_vector, 1u); // N = 7
+    EXPECT_CONTAINS(b.b.vector_limit_reason, "7");
+    EXPECT_CONTAINS(to_string(b), "dot f32 z[2,3] m5 n7 k6");
+}
+
+TEST(CudaGemmProblem, ConvolutionIsImplicitGemm) {
+    // 2 images 9x9x16 -> 3x3 kernel, stride 2, pad 1, 2 groups of 8 channels, 32 filters.
+    const auto c = conv_problem(dtype::f16, conv_op(2, 2, 1, 2), {2, 9, 9, 16}, {32, 3, 3, 8});
+    const auto& p = c.problem;
+    EXPECT_EQ(p.family, gemm_family::convolution);
+    EXPECT_EQ(p.m, 2u * 5 * 5);
+    EXPECT_EQ(p.n, 16u);
+    EXPECT_EQ(p.k, 3u * 3 * 8);
+    EXPECT_EQ(p.batch_lens, dims{2});
+    ASSERT_TRUE(p.conv.has_value());
+    EXPECT_EQ(p.conv->output_spatial, (dims{5, 5}));
+    EXPECT_EQ(p.a.max_vector, 8u);
+    EXPECT_EQ(p.b.major, operand_major::k);
+    EXPECT_EQ(p.b.max_vector, 8u);
+    // 3 channels (an RGB stem): element copies of the input.
+    const auto rgb = conv_problem(dtype::f16, conv_op(2, 2, 3, 1), {1, 32, 32, 3}, {8, 7, 7, 3});
+    EXPECT_EQ(rgb.problem.a.max_vector, 1u);
+    EXPECT_EQ(rgb.problem.k, 7u * 7 * 3);
+    // NCHW is the same problem on permuted views.
+    op::convolution nchw = conv_op(2, 1, 1, 1);
+    nchw.channels_last = false;
+    const operation op = nchw;
+    const shape x{dtype::f32, {1, 4, 6, 6}}, w{dtype::f32, {8, 4, 3, 3}};
+    const auto q = make_gemm_problem(op, {x, w}, op.compute_shape({x, w}));
+    ASSERT_TRUE(q.has_value());
+    EXPECT_EQ(q->m, 36u);
+    EXPECT_EQ(q->n, 8u);
+    EXPECT_EQ(q->k, 36u);
+    EXPECT_FALSE(q->conv->channels_last);
+    EXPECT_FALSE(make_gemm_problem(operation(op::dot{}), {x}, x).has_value());
+}
+
+// Evaluates the GEMM a problem describes on the CPU, reading the operands only through the
+// problem's fields (batch/row/depth strides, the convolution geometry), and storing (b, m, n)
+// where the epilogue contract says it goes: so the analysis can be checked against the
+// reference op without a GPU.
+std::vector<double> emulate(const gemm_problem& p, const std::vector<double>& a,
+                            const std::vector<double>& b, const shape& out) {
+    std::vector<double> result(out.element_space(), 0.0);
+    auto batch_offset = [&](const gemm_operand& o, std::size_t z) {
+        long long off = 0;
+        for (std::size_t d = p.batch_lens.size(); d-- > 0;) {
+            off += static_cast<long long>((z % p.batch_lens[d]) * o.batch_strides[d]);
+            z /= p.batch_lens[d];
+        }
+        return off;
+    };
+    auto depth = [&](const gemm_operand& o, std::size_t k, dims& idx) {
+        long long off = 0;
+        idx.assign(o.k_lens.size(), 0);
+        for (std::size_t d = o.k_lens.size(); d-- > 0;) {
+            idx[d] = k % o.k_lens[d];
+            k /= o.k_lens[d];
+            off += static_cast<long long>(idx[d]) * o.k_strides[d];
+        }
+        return off;
+    };
+    dims taps;
+    for (std::size_t z = 0; z < p.batch(); ++z)
+        for (std::size_t m = 0; m < p.m; ++m)
+            for (std::size_t n = 0; n < p.n; ++n) {
+                double acc = 0;
+                for (std::size_t k = 0; k < p.k; ++k) {
+                    long long a_off = batch_offset(p.a, z) + depth(p.a, k, taps);
+                    bool inside = true;
+                    if (p.conv) {
+                        const conv_geometry& g = *p.conv;
+                        std::size_t rest = m;
+                        for (std::size_t d = g.nd(); d-- > 0;) {
+                            const long long o = static_cast<long long>(rest % g.output_spatial[d]);
+                            rest /= g.output_spatial[d];
+                            const long long start = o * static_cast<long long>(g.stride[d]) -
+                                                    static_cast<long long>(g.pad_begin[d]);
+                            const long long pos =
+                                start + static_cast<long long>(taps[d] * g.dilation[d]);
+                            inside = inside && pos >= 0 &&
+                                     pos < static_cast<long long>(g.input_spatial[d]);
+                            a_off += start * g.input_spatial_strides[d];
+                        }
+                        a_off += static_cast<long long>(rest) * g.image_stride;
+                    } else {
+                        a_off += static_cast<long long>(m) * p.a.row_stride;
+                    }
+                    const long long b_off = batch_offset(p.b, z) +
+                                            static_cast<long long>(n) * p.b.row_stride +
+                                            depth(p.b, k, taps);
+                    if (inside) acc += a[std::size_t(a_off)] * b[std::size_t(b_off)];
+                }
+                // The epilogue's (b, m, n) and where the default epilogue stores it.
+                dims index;
+                if (p.family == gemm_family::dot) {
+                    std::size_t rest = z;
+                    index.assign(p.batch_lens.size(), 0);
+                    for (std::size_t d = p.batch_lens.size(); d-- > 0;) {
+                        index[d] = rest % p.batch_lens[d];
+                        rest /= p.batch_lens[d];
+                    }
+                    index.push_back(m);
+                    index.push_back(n);
+                } else {
+                    const conv_geometry& g = *p.conv;
+                    std::size_t rest = m;
+                    dims spatial(g.nd());
+                    for (std::size_t d = g.nd(); d-- > 0;) {
+                        spatial[d] = rest % g.output_spatial[d];
+                        rest /= g.output_spatial[d];
+                    }
+                    const std::size_t channel = z * g.group_filters + n;
+                    index = {rest};
+                    if (!g.channels_last) index.push_back(channel);
+                    index.insert(index.end(), spatial.begin(), spatial.end());
+                    if (g.channels_last) index.push_back(channel);
+                }
+                result[out.index(index)] = acc;
+            }
+    return result;
+}
+
+std::vector<double> iota_values(std::size_t n, double scale) {
+    std::vector<double> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = double((i * 7919) % 23) * scale - 0.25;
+    return v;
+}
+
+void expect_emulation_matches_reference(const operation& op, const shape& a, const shape& b) {
+    const shape out = op.compute_shape({a, b});
+    SCOPED_TRACE(op.to_string() + " " + to_string(a) + " x " + to_string(b));
+    const auto p = make_gemm_problem(op, {a, b}, out);
+    ASSERT_TRUE(p.has_value());
+    const auto av = iota_values(a.element_space(), 0.125),
+               bv = iota_values(b.element_space(), 0.0625);
+    auto as_argument = [](const shape& s, const std::vector<double>& v) {
+        argument arg{shape{s.type(), {v.size()}}};
+        std::copy(v.begin(), v.end(), arg.typed<double>());
+        return arg.view(s);
+    };
+    const argument want = op.eval(out, {as_argument(a, av), as_argument(b, bv)}, {}, {});
+    const auto got = emulate(*p, av, bv, out);
+    const auto want_values = to_vector<double>(want);
+    ASSERT_EQ(want_values.size(), out.elements());
+    for (std::size_t e = 0; e < out.elements(); ++e)
+        ASSERT_NEAR(got[out.index_of_element(e)], want_values[e], 1e-9) << "element " << e;
+}
+
+TEST(CudaGemmProblem, DescribesTheSameComputationAsTheReferenceOp) {
+    const dtype t = dtype::f64;
+    const operation dot = op::dot{};
+    expect_emulation_matches_reference(dot, shape{t, {5, 7}}, shape{t, {7, 3}});
+    expect_emulation_matches_reference(dot, shape{t, {2, 1, 4, 6}, {24, 24, 1, 4}},
+                                       shape{t, {3, 6, 5}, {1, 3, 18}});
+    expect_emulation_matches_reference(dot, shape{t, {4, 3}}, shape{t, {2, 3, 2}});
+    auto conv = [&](op::convolution c, dims x, dims w) {
+        expect_emulation_matches_reference(c, shape{t, x}, shape{t, w});
+    };
+    conv(conv_op(2, 1, 1, 1), {2, 5, 6, 3}, {4, 3, 3, 3});
+    conv(conv_op(2, 2, 1, 2, 2), {1, 9, 8, 4}, {6, 3, 2, 2});
+    conv(conv_op(1, 3, 2, 1), {2, 11, 2}, {3, 4, 2});
+    conv(conv_op(3, 1, 1, 3), {1, 3, 4, 5, 3}, {3, 2, 3, 2, 1});
+    op::convolution nchw = conv_op(2, 2, 2, 2, 2);
+    nchw.channels_last = false;
+    conv(nchw, {1, 4, 10, 9}, {6, 2, 3, 3});
+    // A channels-last convolution whose input is an NCHW buffer seen through permuted strides.
+    expect_emulation_matches_reference(conv_op(2, 1, 1, 1), shape{t, {1, 5, 6, 3}, {90, 6, 1, 30}},
+                                       shape{t, {2, 3, 3, 3}});
+    // Weights stored [R, S, C, K]: their filters are the contiguous axis.
+    expect_emulation_matches_reference(conv_op(2, 1, 1, 1), shape{t, {1, 5, 6, 3}},
+                                       shape{t, {4, 3, 3, 3}, {1, 36, 12, 4}});
+}
+
+TEST(CudaGemmConfig, EveryProblemHasAValidConfig) {
+    const dtype types[] = {dtype::f32, dtype::f16, dtype::bf16, dtype::f64,    dtype::i8,
+                           dtype::u8,  dtype::i32, dtype::i64,  dtype::boolean};
+    const std::size_t sizes[] = {1, 3, 7, 16, 33};
+    std::size_t problems = 0;
+    for (dtype t : types)
+        for (std::size_t m : sizes)
+            for (std::size_t n : sizes)
+                for (std::size_t k : {std::size_t(0), std::size_t(1), std::size_t(3),
+                                      std::size_t(7), std::size_t(40)})
+                    for (bool tb : {false, true}) {
+                        const auto p = dot_problem(t, m, n, k, tb);
+                        const auto cs = candidate_configs(p);
+                        ASSERT_FALSE(cs.empty()) << to_string(p);
+                        for (const auto& c : cs)
+                            EXPECT_TRUE(valid(c, p)) << to_string(c) << " " << to_string(p);
+                        ++problems;
+                    }
+    for (dtype t : types)
+        for (std::size_t channels : {1, 3, 7, 8}) {
+            const auto c =
+                conv_problem(t, conv_op(2, 2, 1, 1), {1, 5, 5, channels}, {3, 3, 3, channels});
+            EXPECT_FALSE(candidate_configs(c.problem).empty()) << to_string(c.problem);
+            ++problems;
+        }
+    EXPECT_GT(problems, 2000u);
+}
+
+TEST(CudaGemmConfig, CandidatesAreRankedSensibly) {
+    const auto big = dot_problem(dtype::f16, 4096, 4096, 4096);
+    const auto cs = candidate_configs(big);
+    EXPECT_GE(cs.size(), 20u);
+    EXPECT_LE(cs.size(), 60u);
+    EXPECT_GE(cs.front().tile_m * cs.front().tile_n, 128u * 128u) << to_string(cs.front());
+    EXPECT_EQ(cs.front().split_k, 1u);
+    // A skinny problem with long K: one output tile row cannot fill 132 SMs without split-K or
+    // small tiles.
+    const auto skinny = dot_problem(dtype::f16, 64, 256, 8192);
+    const auto s = candidate_configs(skinny).front();
+    EXPECT_TRUE(s.split_k > 1 || s.tile_m * s.tile_n <= 64u * 64u) << to_string(s);
+    bool any_split = false;
+    for (const auto& c : candidate_configs(skinny))
+        any_split = any_split || c.split_k > 1;
+    EXPECT_TRUE(any_split);
+    // f64 and integers only have SIMT configs.
+    for (const auto& c : candidate_configs(dot_problem(dtype::f64, 256, 256, 256)))
+        EXPECT_TRUE(c.simt) << to_string(c);
+}
+
+TEST(CudaGemmKernel, DefaultEpilogueStoresThroughTheOutputStrides) {
+    const auto p =
+        dot_problem(dtype::f16, shape{dtype::f16, {3, 4, 5}}, shape{dtype::f16, {3, 5, 6}});
+    const shape out{dtype::f16, {3, 4, 6}, {1, 18, 3}}; // a permuted output
+    const auto e = default_epilogue(p, out);
+    ASSERT_EQ(e.parameters.size(), 1u);
+    EXPECT_EQ(e.parameters[0], "cx_f16* __restrict__ out0");
+    EXPECT_EQ(e.arguments, std::vector<std::string>{"out0"});
+    EXPECT_CONTAINS(e.code, "cx_epilogue(float v, long long b, long long m, long long n");
+    EXPECT_CONTAINS(e.code, "m * 18LL + n * 3LL");
+    const auto f64 = default_epilogue(dot_problem(dtype::f64, 4, 4, 4), shape{dtype::f64, {4, 4}});
+    EXPECT_CONTAINS(f64.code, "cx_epilogue(double v");
+    const auto i32 = default_epilogue(dot_problem(dtype::i32, 4, 4, 4), shape{dtype::i32, {4, 4}});
+    EXPECT_CONTAINS(i32.code, "cx_epilogue(long long v");
+    EXPECT_TRUE(applies_epilogue_in_kernel(*parse_perf_config("64x64x32_w2x2_s3_k1")));
+    EXPECT_FALSE(applies_epilogue_in_kernel(*parse_perf_config("64x64x32_w2x2_s3_k2")));
+}
+
+// Compiles p's kernel for c (and the finish kernel for split-K) with NVRTC.
+void expect_compiles(const gemm_problem& p, const shape& out, const perf_config& c) {
+    SCOPED_TRACE(to_string(c) + " for " + to_string(p));
+    const auto e = default_epilogue(p, out);
+    const kernel_source k = generate_gemm_kernel(p, c, e, "cx_gemm_test");
+    EXPECT_EQ(k.launch.block[0], c.threads());
+    if (p.empty()) {
+        EXPECT_TRUE(k.empty());
+    } else {
+        EXPECT_EQ(k.launch.shared_bytes, shared_bytes(c, p));
+        EXPECT_FALSE(k.empty());
+    }
+    try {
+        nvrtc_compile(k, "sm_90");
+        if (c.split_k > 1) {
+            EXPECT_GT(split_k_workspace_bytes(p, c), 0u);
+            nvrtc_compile(generate_split_k_finish_kernel(p, c, e, "cx_gemm_finish"), "sm_90");
+        }
+    } catch (const std::exception& ex) {
+        ADD_FAILURE() << ex.what() << "\n" << k.code;
+    }
+}
+
+TEST(CudaGemmKernel, CandidateConfigsCompileWithNvrtc) {
+    struct named {
+        gemm_problem p;
+        shape out;
+    };
+    std::vector<named> problems;
+    auto dot = [&](dtype t, std::size_t m, std::size_t n, std::size_t k, bool tb) {
+        const auto p = dot_problem(t, m, n, k, tb);
+        problems.push_back({p, shape{t, {m, n}}});
+    };
+    dot(dtype::f16, 512, 512, 512, false);
+    dot(dtype::bf16, 96, 200, 72, true);
+    dot(dtype::f32, 128, 128, 256, false);
+    dot(dtype::f32, 33, 65, 20, true);
+    {
+        const shape a{dtype::f16, {4, 64, 64}}, b{dtype::f16, {64, 32}};
+        problems.push_back({dot_problem(dtype::f16, a, b), shape{dtype::f16, {4, 64, 32}}});
+    }
+    auto conv = [&](dtype t, const op::convolution& c, dims x, dims w) {
+        auto cc = conv_problem(t, c, x, w);
+        problems.push_back({cc.problem, cc.y});
+    };
+    conv(dtype::f16, conv_op(2, 1, 1, 1), {2, 14, 14, 64}, {64, 3, 3, 64});
+    conv(dtype::f16, conv_op(2, 1, 0, 1), {2, 14, 14, 64}, {128, 1, 1, 64});
+    conv(dtype::bf16, conv_op(2, 2, 3, 1), {1, 32, 32, 3}, {16, 7, 7, 3});
+    conv(dtype::f16, conv_op(2, 1, 1, 4), {1, 8, 8, 32}, {32, 3, 3, 8});
+    conv(dtype::f32, conv_op(2, 1, 1, 16), {1, 8, 8, 16}, {16, 3, 3, 1}); // depthwise
+    conv(dtype::f16, conv_op(1, 1, 1, 1), {2, 30, 16}, {24, 3, 16});
+    conv(dtype::f16, conv_op(3, 1, 1, 1), {1, 4, 6, 6, 8}, {8, 3, 3, 3, 8});
+    dot(dtype::f64, 40, 50, 60, false);
+    dot(dtype::i8, 40, 48, 64, true);
+    dot(dtype::i32, 17, 9, 5, false);
+    dot(dtype::boolean, 8, 8, 8, false);
+
+    // Every other candidate of the first problem; for the others the top one, the middle one
+    // and the first split-K one: every config family is covered while NVRTC time stays well
+    // under a minute.
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t compiled = 0;
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+        const auto cs = candidate_configs(problems[i].p);
+        bool split_done = false;
+        for (std::size_t j = 0; j < cs.size(); ++j) {
+            const bool first_split = cs[j].split_k > 1 && !split_done;
+            split_done = split_done || cs[j].split_k > 1;
+            if (i == 0 ? j % 2 == 0 : j == 0 || j == cs.size() / 2 || first_split) {
+                expect_compiles(problems[i].p, problems[i].out, cs[j]);
+                ++compiled;
+            }
+        }
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("compiled %zu gemm kernels in %.1f s\n", compiled, seconds);
+}
+
+TEST(CudaGemmKernel, ExplicitVectorWidthsAndLayoutsCompile) {
+    const auto p = dot_problem(dtype::f16, 256, 256, 256, true);
+    for (const char* c : {"128x128x32_w2x2_s3_k1_v2", "128x128x32_w2x2_s3_k1_v1",
+                          "64x64x64_w2x2_s4_k1_v4", "16x24x16_w1x1_s2_k1"})
+        expect_compiles(p, shape{dtype::f16, {256, 256}}, *parse_perf_config(c));
+    // A column-major A (m contiguous) and row-major B: both tiles mn-major.
+    const auto cm =
+        dot_problem(dtype::f32, shape{dtype::f32, {96, 64}, {1, 96}}, shape{dtype::f32, {64, 80}});
+    EXPECT_EQ(cm.a.major, operand_major::mn);
+    for (const char* c : {"64x64x16_w2x2_s3_k1", "32x32x16_w1x1_s2_k1_simt", "32x16x32_w2x1_s3_k2"})
+        expect_compiles(cm, shape{dtype::f32, {96, 80}}, *parse_perf_config(c));
+    // An empty problem and K = 0.
+    expect_compiles(dot_problem(dtype::f16, 0, 8, 8), shape{dtype::f16, {0, 8}},
+                    *parse_perf_config("32x32x32_w1x1_s2_k1"));
+    expect_compiles(dot_problem(dtype::f16, 8, 8, 0), shape{dtype::f16, {8, 8}},
+                    *parse_perf_config("32x32x32_w1x1_s2_k1"));
+}
+
+TEST(CudaGemmKernel, InvalidConfigIsAnInternalError) {
+    const auto p = dot_problem(dtype::f64, 8, 8, 8);
+    EXPECT_THROW(generate_gemm_kernel(p, *parse_perf_config("32x32x32_w1x1_s2_k1"),
+                                      default_epilogue(p, shape{dtype::f64, {8, 8}}), "k"),
+                 internal_error);
+}
+
+} // namespace
+} // namespace conflux::cuda
