@@ -12,13 +12,18 @@
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "conflux/util/output_comparison.hpp"
+#include "fused_patterns.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <random>
+#include <thread>
 
 namespace conflux {
 namespace {
@@ -276,6 +281,92 @@ TEST(CudaOps, PoolingConvolutionDot) {
         auto b = param(m, "b", dtype::i32, {7, 4});
         m.add_return({m.add_instruction(op::dot{}, {a, b})});
     });
+}
+
+// Issue 5's matrix on the GPU: every fused pattern family x f32/f16/bf16 x every candidate
+// perf config of its anchor, forced, run against the reference with poisoned outputs.
+TEST(CudaFusedGemmMatrix, EveryPatternDtypeAndConfigMatchesTheReference) {
+    struct job {
+        test::fused_pattern pattern;
+        dtype type;
+    };
+    std::vector<job> jobs;
+    for (const auto& p : test::fused_patterns())
+        for (dtype t : float_types)
+            jobs.push_back({p, t});
+    std::mutex mutex;
+    std::size_t runs = 0, failures = 0;
+    std::map<std::string, std::size_t> decisions;
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+        for (std::size_t i = next++; i < jobs.size(); i = next++) {
+            const job& j = jobs[i];
+            auto build = [&] {
+                program p;
+                j.pattern.build(p.main(), j.type);
+                return p;
+            };
+            program reference = build();
+            std::mt19937 rng(unsigned(i) + 7);
+            ref::parameter_map params;
+            for (instruction_ref p : reference.main().parameters())
+                params[p->get_operator().get_if<op::param>()->name_] =
+                    random_input(p->get_shape(), rng);
+            const auto want = ref::evaluate(reference, params);
+            cuda::compile_options o;
+            o.compile_threads = 1;
+            std::vector<std::string> configs{""};
+            try {
+                configs = cuda::compile(build(), o).anchor_candidates().at(0);
+            } catch (const std::exception& e) {
+                std::lock_guard lock(mutex);
+                ADD_FAILURE() << j.pattern.name << ": " << e.what();
+                continue;
+            }
+            for (const auto& config : configs) {
+                std::string label =
+                    j.pattern.name + " " + std::string(to_string(j.type)) + " " + config;
+                bool ok = true;
+                std::string detail, decision = "?";
+                try {
+                    o.perf_config = config;
+                    auto compiled = cuda::compile(build(), o);
+                    for (const auto& line : compiled.trace())
+                        for (const char* d : {"3-way", "2-way", "fused"})
+                            if (line.find(std::string("-> ") + d) != std::string::npos)
+                                decision = d;
+                    const auto got = compiled.run(params, {.poison = true, .sync_each_step = true});
+                    for (std::size_t k = 0; k < want.size(); ++k) {
+                        const auto c = compare_outputs(got.at(k), want[k]);
+                        ok = ok && c.passed;
+                        if (!c.passed)
+                            detail += "output " + std::to_string(k) + " rel rms " +
+                                      std::to_string(c.relative_rms) + "; ";
+                    }
+                } catch (const std::exception& e) {
+                    ok = false;
+                    detail = e.what();
+                }
+                std::lock_guard lock(mutex);
+                ++runs;
+                ++decisions[decision];
+                if (!ok) {
+                    ++failures;
+                    ADD_FAILURE() << label << ": " << detail;
+                    summary().push_back({label, false, detail});
+                }
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t)
+        threads.emplace_back(worker);
+    for (auto& t : threads)
+        t.join();
+    std::printf("fused pattern matrix: %zu runs (", runs);
+    for (const auto& [d, n] : decisions)
+        std::printf(" %s %zu", d.c_str(), n);
+    std::printf(" ), %zu mismatches or failures\n", failures);
 }
 
 } // namespace

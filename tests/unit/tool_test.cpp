@@ -117,6 +117,28 @@ TEST_F(tool, cuda_compile_needs_no_gpu_and_prints_kernels_and_the_memory_plan) {
     EXPECT_EQ(second.out.find("(0 from the kernel cache)"), std::string::npos) << second.out;
 }
 
+TEST_F(tool, trace_compile_names_problem_config_and_split) {
+    const std::string cache = "--kernel-cache '" + (dir_ / "kernels").string() + "'";
+    auto r = run("compile " + example() + " --target cuda --trace-compile " + cache);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // conv -> add -> relu -> reshape tail: gemm | pointwise | layout copy.
+    EXPECT_NE(r.out.find("trace: main: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("conv2d f32"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("-> 3-way (gemm | pointwise | layout copy)"), std::string::npos) << r.out;
+    auto exact = run("compile " + example() + " --target cuda --trace-compile --exact-fp32 " +
+                     "--perf-config 64x64x32_w2x2_s3_k1 " + cache);
+    ASSERT_EQ(exact.exit_code, 0) << exact.err;
+    EXPECT_NE(exact.out.find("--exact-fp32 needs a _simt config"), std::string::npos) << exact.out;
+    EXPECT_NE(exact.out.find("_simt ->"), std::string::npos) << exact.out;
+}
+
+TEST_F(tool, a_perf_config_that_does_not_parse_is_a_user_error) {
+    auto r = run("compile " + example() + " --target cuda --perf-config fastest");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--perf-config 'fastest' is not a perf config"), std::string::npos)
+        << r.err;
+}
+
 TEST_F(tool, an_unknown_arch_is_a_user_error) {
     auto r = run("compile " + example() + " --target cuda --arch sm_1");
     EXPECT_EQ(r.exit_code, 2);

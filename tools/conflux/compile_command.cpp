@@ -35,6 +35,7 @@ int compile(const compile_options& options) {
         }
         cuda::compiled_program compiled =
             cuda::compile(std::move(p), to_cuda_options(options.target, std::cerr));
+        print_compile_trace(options.target, compiled, std::cout);
         compiled.print(std::cout);
         const auto& st = compiled.stats();
         std::cout << "compiled " << st.kernels << " kernels for " << st.arch << " in "

@@ -83,6 +83,18 @@ void add_target_options(CLI::App& command, target_options& options) {
         ->type_name("DIR");
     command.add_flag("--no-kernel-cache", options.no_kernel_cache,
                      "Compile every kernel with NVRTC, without the kernel cache");
+    command
+        .add_option("--perf-config", options.perf_config,
+                    "Use this perf config for every gemm/conv it is valid for, e.g. "
+                    "128x128x32_w2x2_s3_k1 (the others use the heuristic; --trace-compile says "
+                    "which)")
+        ->type_name("CONFIG");
+    command.add_flag("--exact-fp32", options.exact_fp32,
+                     "f32 convolutions and matrix products in exact fp32 instead of TF32 "
+                     "tensor cores");
+    command.add_flag("--trace-compile", options.trace_compile,
+                     "Print, per fused gemm op, its problem, perf config and whether it runs "
+                     "fused or split (2-way/3-way) and why");
 }
 
 std::string resolve_target(const target_options& options, std::ostream& notes) {
@@ -97,9 +109,18 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
     cuda::compile_options c;
     c.arch = options.arch;
     c.use_kernel_cache = !options.no_kernel_cache;
+    c.perf_config = options.perf_config;
+    c.exact_fp32 = options.exact_fp32;
     if (!options.kernel_cache.empty()) c.kernel_cache_dir = options.kernel_cache;
     c.warn = [&notes](const std::string& message) { notes << "warning: " << message << "\n"; };
     return c;
+}
+
+void print_compile_trace(const target_options& options, const cuda::compiled_program& p,
+                         std::ostream& os) {
+    if (!options.trace_compile) return;
+    for (const auto& line : p.trace())
+        os << "trace: " << line << "\n";
 }
 
 } // namespace conflux::tool

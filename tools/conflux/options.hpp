@@ -32,9 +32,13 @@ struct target_options {
     std::string arch;
     std::string kernel_cache;
     bool no_kernel_cache = false;
+    std::string perf_config;
+    bool trace_compile = false;
+    bool exact_fp32 = false;
 };
 
-// --target auto|ref|cuda, --arch, --kernel-cache, --no-kernel-cache.
+// --target auto|ref|cuda, --arch, --kernel-cache, --no-kernel-cache, --perf-config,
+// --trace-compile.
 void add_target_options(CLI::App& command, target_options& options);
 
 // "cuda" or "ref": auto is cuda when a GPU is usable, else ref (said on `notes`).
@@ -42,5 +46,9 @@ std::string resolve_target(const target_options& options, std::ostream& notes);
 
 // The CUDA compile options the flags ask for; warnings go to `notes`.
 cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes);
+
+// With --trace-compile: each fused gemm op's problem, perf config and fused/2-way/3-way.
+void print_compile_trace(const target_options& options, const cuda::compiled_program& p,
+                         std::ostream& os);
 
 } // namespace conflux::tool

@@ -25,7 +25,12 @@ struct compile_options {
     // ($CONFLUX_KERNEL_CACHE, else the user's cache directory).
     std::optional<std::filesystem::path> kernel_cache_dir;
     bool use_kernel_cache = true;
-    unsigned compile_threads = 0;                                      // 0: one per hardware thread
+    unsigned compile_threads = 0; // 0: one per hardware thread
+    // Force this perf config on every gemm problem it is valid for (others use the heuristic,
+    // and the trace says so); a string that is not a perf config is a user error.
+    std::string perf_config;
+    // f32 convolutions and matrix products in exact fp32 (FMA) instead of TF32 tensor cores.
+    bool exact_fp32 = false;
     std::function<void(const std::string&)> warn;                      // warnings for the user
     std::function<void(std::size_t done, std::size_t total)> progress; // kernels compiled
 };
@@ -69,6 +74,10 @@ public:
 
     // The launch sequence and memory plan, one line per kernel launch.
     void print(std::ostream& os) const;
+    // Per fused gemm op: its problem, perf config, and fused / 2-way / 3-way with the reason.
+    const std::vector<std::string>& trace() const;
+    // Per gemm anchor, the candidate perf configs the heuristic ranked (best first).
+    const std::vector<std::vector<std::string>>& anchor_candidates() const;
 
     struct impl;
 

@@ -1,8 +1,10 @@
 #include "cuda/compile/lower.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "conflux/ir/split_points.hpp"
 #include "conflux/ops/fused.hpp"
 #include "conflux/ops/views.hpp"
+#include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
 
 #include <algorithm>
@@ -43,7 +45,7 @@ std::string identifier(const std::string& name) {
 
 class lowering {
 public:
-    explicit lowering(program& p) : prog_(p) {}
+    lowering(program& p, const lowering_options& options) : prog_(p), options_(options) {}
 
     lowered_program run() {
         const module& m = prog_.main();
@@ -95,6 +97,10 @@ private:
                 values[ins] = {*alias};
             } else if (op.get_if<op::fused_gemm>()) {
                 values[ins] = lower_fused_gemm(*ins, inputs, origin);
+            } else if (op.traits().anchor) {
+                std::vector<operand> outputs{new_buffer(ins->get_shape())};
+                lower_anchor(op, inputs, outputs, origin);
+                values[ins] = outputs;
             } else {
                 std::vector<shape> out_shapes = result_shapes(*ins);
                 std::vector<operand> outputs;
@@ -125,9 +131,83 @@ private:
         return o;
     }
 
-    // Until the gemm generator holds epilogues, a fused gemm op is its anchor's kernel into a
-    // temporary and one kernel for everything after it, written straight into the op's outputs
-    // through the layout tail.
+    // The tensor-core kernel for an anchor writing `outputs[0]`, or the direct kernel when the
+    // generator has no problem for it.
+    void lower_anchor(const operation& op, const std::vector<operand>& inputs,
+                      const std::vector<operand>& outputs, const std::string& origin) {
+        std::optional<gemm_problem> problem;
+        if (options_.use_gemm_generator && inputs.size() == 2)
+            problem = make_gemm_problem(op, shapes_of(inputs), outputs[0].view,
+                                        {element_offset(inputs[0]), element_offset(inputs[1])});
+        if (!problem) {
+            kernel_request req{&op, shapes_of(inputs), {outputs[0].view}, {}, entry_placeholder};
+            add_step(generate_in_context(req, origin), op.name(), inputs, outputs, origin);
+            last_anchor_ = "direct kernel (no gemm problem for " + op.name() + ")";
+            return;
+        }
+        const perf_config config = choose_config(*problem, origin);
+        const gemm_epilogue epilogue = default_epilogue(*problem, outputs[0].view);
+        last_anchor_ = to_string(*problem) + " config " + to_string(config);
+        if (config.split_k <= 1) {
+            add_step(generate_gemm_kernel(*problem, config, epilogue, entry_placeholder,
+                                          options_.limits),
+                     "gemm", inputs, outputs, origin);
+            return;
+        }
+        const std::size_t bytes = split_k_workspace_bytes(*problem, config);
+        const operand workspace = new_buffer(shape{dtype::u8, {bytes}});
+        add_step(
+            generate_gemm_kernel(*problem, config, epilogue, entry_placeholder, options_.limits),
+            "gemm_split_k", inputs, {workspace}, origin);
+        add_step(generate_split_k_finish_kernel(*problem, config, epilogue, entry_placeholder),
+                 "gemm_split_k_finish", {workspace}, outputs, origin + " (split-K sum)");
+    }
+
+    static std::size_t element_offset(const operand& o) {
+        return o.byte_offset / size_of(o.view.type());
+    }
+
+    // With exact_fp32 an f32 problem may only use SIMT configs (tensor cores round to TF32).
+    bool allowed(const perf_config& c, const gemm_problem& problem, std::string* why) const {
+        if (options_.exact_fp32 && problem.type == dtype::f32 && !c.simt) {
+            if (why) *why = "--exact-fp32 needs a _simt config for f32";
+            return false;
+        }
+        return valid(c, problem, why, options_.limits);
+    }
+
+    perf_config choose_config(const gemm_problem& problem, const std::string& origin) {
+        auto candidates = candidate_configs(problem, options_.limits);
+        if (options_.exact_fp32 && problem.type == dtype::f32) {
+            std::erase_if(candidates, [](const perf_config& c) { return !c.simt; });
+            if (candidates.empty()) {
+                // The heuristic's space may hold no SIMT config; the smallest always runs.
+                auto fallback = parse_perf_config("32x32x8_w1x1_s2_k1_simt");
+                CONFLUX_ASSERT(fallback.has_value(), "fallback SIMT config does not parse");
+                candidates.push_back(*fallback);
+            }
+        }
+        out_.anchor_candidates.emplace_back();
+        for (const perf_config& c : candidates)
+            out_.anchor_candidates.back().push_back(to_string(c));
+        std::string why;
+        if (!options_.perf_config.empty()) {
+            auto forced = parse_perf_config(options_.perf_config);
+            CONFLUX_USER_CHECK(forced.has_value(), "--perf-config '", options_.perf_config,
+                               "' is not a perf config (expected e.g. 128x128x32_w2x2_s3_k1)");
+            if (allowed(*forced, problem, &why)) return *forced;
+            out_.trace.push_back(origin + ": --perf-config " + options_.perf_config +
+                                 " is not valid here (" + why + "); using the heuristic");
+        }
+        for (const perf_config& c : candidates)
+            if (allowed(c, problem, nullptr)) return c;
+        throw_internal_error(origin, ": no valid perf config for ", to_string(problem));
+    }
+
+    // A fused gemm op, split until the generator holds epilogues (DESIGN.md, "Compiling a fused
+    // gemm op"): gemm into a temporary, then the pointwise part, then (when a return has a
+    // layout tail) a layout copy into the op's outputs; without a tail the pointwise kernel
+    // writes the outputs itself.
     std::vector<operand> lower_fused_gemm(const instruction& ins,
                                           const std::vector<operand>& inputs,
                                           const std::string& origin) {
@@ -137,16 +217,28 @@ private:
             if (i.get_operator().traits().anchor) anchor = const_cast<instruction*>(&i);
         CONFLUX_ASSERT(anchor != nullptr, origin, ": fused gemm module without an anchor");
         const instruction_ref ret = sm.get_return();
-        if (ret->inputs().size() == 1 && ret->inputs()[0] == anchor)
-            return lower_module(sm, inputs); // nothing after the anchor
-
-        const auto parts = sm.split(ins.inputs(), {anchor});
-        CONFLUX_ASSERT(parts.size() == 2, origin, ": a 2-way split gave ", parts.size(), " parts");
-        auto bind = [&](const split_part& part, const std::vector<operand>& earlier) {
+        if (ret->inputs().size() == 1 && ret->inputs()[0] == anchor) {
+            auto out = lower_module(sm, inputs); // nothing after the anchor
+            out_.trace.push_back(origin + ": " + last_anchor_ + " -> fused (no epilogue)");
+            return out;
+        }
+        const std::vector<instruction_ref> tails = find_tail_splits(sm);
+        bool has_tail = false, tail_after_anchor = true;
+        for (std::size_t r = 0; r < tails.size(); ++r) {
+            has_tail = has_tail || tails[r] != ret->inputs()[r];
+            tail_after_anchor = tail_after_anchor && tails[r] != anchor;
+        }
+        const bool three_way = has_tail && tail_after_anchor;
+        const auto parts =
+            three_way ? sm.split(ins.inputs(), {anchor}, tails) : sm.split(ins.inputs(), {anchor});
+        CONFLUX_ASSERT(parts.size() == (three_way ? 3u : 2u), origin, ": split gave ", parts.size(),
+                       " parts");
+        std::vector<std::vector<operand>> results;
+        auto bind = [&](const split_part& part) {
             std::vector<operand> args;
             for (const split_input& in : part.inputs) {
                 if (in.is_placeholder()) {
-                    args.push_back(earlier.at(in.output));
+                    args.push_back(results.at(std::size_t(in.part)).at(in.output));
                 } else {
                     auto it = std::find(ins.inputs().begin(), ins.inputs().end(), in.arg);
                     CONFLUX_ASSERT(it != ins.inputs().end(), origin, ": split argument unknown");
@@ -155,20 +247,43 @@ private:
             }
             return args;
         };
-        const std::vector<operand> anchor_out = lower_module(*parts[0].mod, bind(parts[0], {}));
-        const std::vector<operand> rest_in = bind(parts[1], anchor_out);
+        results.push_back(lower_module(*parts[0].mod, bind(parts[0])));
+        const std::string anchor_text = last_anchor_;
         std::vector<shape> out_shapes = result_shapes(ins);
         std::vector<operand> outputs;
         for (const shape& s : out_shapes)
             outputs.push_back(new_buffer(s));
-        kernel_source k;
-        try {
-            k = generate_module_kernel(*parts[1].mod, shapes_of(rest_in), out_shapes,
-                                       entry_placeholder);
-        } catch (const user_error& e) {
-            throw user_error(origin + " (epilogue): " + e.what());
+        for (std::size_t k = 1; k < parts.size(); ++k) {
+            const bool last = k + 1 == parts.size();
+            const module& part = *parts[k].mod;
+            std::vector<operand> part_out;
+            std::vector<shape> part_shapes;
+            if (last) {
+                part_out = outputs;
+                part_shapes = out_shapes;
+            } else {
+                // The pointwise part of a 3-way split writes standard temporaries.
+                for (instruction_ref r : part.get_return()->inputs()) {
+                    part_shapes.push_back(r->get_shape().as_standard());
+                    part_out.push_back(new_buffer(part_shapes.back()));
+                }
+            }
+            const std::vector<operand> part_in = bind(parts[k]);
+            const std::string kind = last && three_way ? "layout_copy" : "epilogue";
+            kernel_source source;
+            try {
+                source = generate_module_kernel(part, shapes_of(part_in), part_shapes,
+                                                entry_placeholder);
+            } catch (const user_error& e) {
+                throw user_error(origin + " (" + kind + "): " + e.what());
+            }
+            add_step(std::move(source), kind, part_in, part_out, origin + " (" + kind + ")");
+            results.push_back(part_out);
         }
-        add_step(std::move(k), "epilogue", rest_in, outputs, origin + " (epilogue)");
+        out_.trace.push_back(
+            origin + ": " + anchor_text + " -> " +
+            (three_way ? "3-way (gemm | pointwise | layout copy)" : "2-way (gemm | pointwise)") +
+            ": the generator does not fuse epilogues yet");
         return outputs;
     }
 
@@ -279,14 +394,16 @@ private:
     }
 
     program& prog_;
+    lowering_options options_;
+    std::string last_anchor_; // the problem and config of the anchor lowered last, for traces
     lowered_program out_;
     std::map<std::string, std::size_t> interned_;
 };
 
 } // namespace
 
-lowered_program lower_program(program& p) {
-    return lowering(p).run();
+lowered_program lower_program(program& p, const lowering_options& options) {
+    return lowering(p, options).run();
 }
 
 } // namespace conflux::cuda

@@ -50,6 +50,11 @@ struct lowered_program {
     memory_plan plan;                        // over the temporaries, indexed like `temporaries`
     std::vector<std::size_t> temporaries;    // buffer indices placed in the arena
     std::vector<std::size_t> arena_offset;   // per buffer (temporaries only meaningful)
+    // Per anchor: where it came from, its gemm problem, the perf config and fused / 2-way /
+    // 3-way with the reason (what --trace-compile prints).
+    std::vector<std::string> trace;
+    // Per anchor lowered through the gemm generator: its candidate perf configs, best first.
+    std::vector<std::vector<std::string>> anchor_candidates;
 };
 
 } // namespace conflux::cuda

@@ -40,6 +40,12 @@ const std::vector<shape>& compiled_program::parameter_shapes() const {
 const std::vector<std::string>& compiled_program::output_names() const {
     return impl_->lowered.output_names;
 }
+const std::vector<std::string>& compiled_program::trace() const {
+    return impl_->lowered.trace;
+}
+const std::vector<std::vector<std::string>>& compiled_program::anchor_candidates() const {
+    return impl_->lowered.anchor_candidates;
+}
 
 int available_devices() {
     return device_count();
@@ -67,7 +73,16 @@ compiled_program compile(program p, const compile_options& options) {
     d.stats.arch = choose_arch(options);
     run_passes(p.main(), target_independent_passes());
     d.source = std::move(p);
-    d.lowered = lower_program(d.source);
+    lowering_options lopts;
+    lopts.perf_config = options.perf_config;
+    lopts.exact_fp32 = options.exact_fp32;
+    if (device_count() > 0) {
+        const device_info dev = query_device(0);
+        lopts.limits.sm_count = unsigned(dev.sm_count);
+        lopts.limits.shared_per_block = dev.shared_per_block_optin;
+        lopts.limits.shared_per_sm = dev.shared_per_sm;
+    }
+    d.lowered = lower_program(d.source, lopts);
 
     std::optional<kernel_cache> cache;
     if (options.use_kernel_cache) cache.emplace(options.kernel_cache_dir, options.warn);
