@@ -22,26 +22,6 @@ struct compile_options {
 
 int compile(const compile_options& options) {
     const std::string target = resolve_target(options.target, std::cerr);
-    program p = load_model(options.model);
-    if (target == "cuda") {
-        // The CUDA target runs the same passes, then lowers and compiles every kernel; no GPU
-        // is needed for this.
-        if (options.print_passes || !options.print_after.empty()) {
-            program traced = load_model(options.model);
-            pass_trace trace{.out = &std::cout,
-                             .print_passes = options.print_passes,
-                             .print_after = options.print_after};
-            run_passes(traced.main(), target_independent_passes(), trace);
-        }
-        cuda::compiled_program compiled =
-            cuda::compile(std::move(p), to_cuda_options(options.target, std::cerr));
-        print_compile_trace(options.target, compiled, std::cout);
-        compiled.print(std::cout);
-        const auto& st = compiled.stats();
-        std::cout << "compiled " << st.kernels << " kernels for " << st.arch << " in "
-                  << st.compile_seconds << " s (" << st.cache_hits << " from the kernel cache)\n";
-        return 0;
-    }
     auto passes = target_independent_passes();
     if (!options.print_after.empty()) {
         bool known = false;
@@ -52,6 +32,26 @@ int compile(const compile_options& options) {
         }
         CONFLUX_USER_CHECK(known, "--print-after: no pass named '", options.print_after,
                            "' (the passes are: ", names, ")");
+    }
+    program p = load_model(options.model);
+    if (target == "cuda") {
+        // The CUDA target runs the same passes, then lowers and compiles every kernel; no GPU
+        // is needed for this.
+        if (options.print_passes || !options.print_after.empty()) {
+            program traced = load_model(options.model);
+            pass_trace trace{.out = &std::cout,
+                             .print_passes = options.print_passes,
+                             .print_after = options.print_after};
+            run_passes(traced.main(), passes, trace);
+        }
+        cuda::compiled_program compiled =
+            cuda::compile(std::move(p), to_cuda_options(options.target, std::cerr));
+        print_compile_trace(options.target, compiled, std::cout);
+        compiled.print(std::cout);
+        const auto& st = compiled.stats();
+        std::cout << "compiled " << st.kernels << " kernels for " << st.arch << " in "
+                  << st.compile_seconds << " s (" << st.cache_hits << " from the kernel cache)\n";
+        return 0;
     }
     pass_trace trace{.out = &std::cout,
                      .print_passes = options.print_passes,
