@@ -330,14 +330,6 @@ dims broadcast_lens(const std::string& who, const std::vector<dims>& lens) {
 // ---------------------------------------------------------------------------------------------
 // slice
 
-namespace {
-
-struct slice_axis {
-    std::int64_t start = 0;
-    std::int64_t step = 1;
-    std::size_t len = 0;
-};
-
 std::vector<slice_axis> plan_slice(const slice& op, const shape& s) {
     CONFLUX_USER_CHECK(op.starts.size() == op.ends.size(), "slice: ", op.starts.size(),
                        " starts but ", op.ends.size(), " ends");
@@ -381,6 +373,8 @@ std::vector<slice_axis> plan_slice(const slice& op, const shape& s) {
     }
     return plan;
 }
+
+namespace {
 
 bool any_negative(const std::vector<slice_axis>& plan) {
     return std::any_of(plan.begin(), plan.end(), [](const slice_axis& p) { return p.step < 0; });

@@ -66,6 +66,15 @@ program load_model(const model_options& options) {
     return onnx::import_model(options.model, to_import_options(options));
 }
 
+void add_input_options(CLI::App& command, input_options& options) {
+    command
+        .add_option("--input", options.files,
+                    "Input value from a .npy or ONNX TensorProto .pb file (repeatable); inputs "
+                    "not given get random values")
+        ->type_name("NAME=FILE");
+    command.add_option("--seed", options.seed, "Seed for the random inputs")->capture_default_str();
+}
+
 void add_target_options(CLI::App& command, target_options& options) {
     command
         .add_option("--target", options.target,

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,13 @@ onnx::import_options to_import_options(const model_options& options);
 
 // Imports the model, checking first that the file exists so the message is about the path.
 program load_model(const model_options& options);
+
+// --input NAME=FILE (repeatable) and --seed for the inputs not given.
+struct input_options {
+    std::vector<std::string> files;
+    std::uint64_t seed = 0;
+};
+void add_input_options(CLI::App& command, input_options& options);
 
 struct target_options {
     std::string target = "auto";

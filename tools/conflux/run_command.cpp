@@ -25,8 +25,7 @@ namespace {
 struct run_options {
     model_options model;
     target_options target;
-    std::vector<std::string> inputs;
-    std::uint64_t seed = 0;
+    input_options input;
     std::string output_dir;
     bool optimize = false;
 };
@@ -77,9 +76,9 @@ std::string file_name_for(const std::string& name, std::size_t index) {
 
 int run(const run_options& options) {
     const std::string target = resolve_target(options.target, std::cerr);
-    auto files = parse_input_files(options.inputs);
+    auto files = parse_input_files(options.input.files);
     program p = load_model(options.model);
-    auto params = bind_inputs(p.main(), files, options.seed, std::cerr);
+    auto params = bind_inputs(p.main(), files, options.input.seed, std::cerr);
     const auto names = p.main().output_names();
 
     std::vector<argument> results;
@@ -140,11 +139,7 @@ command add_run_command(CLI::App& app) {
     auto* sub = app.add_subcommand("run", "Run a model and summarise its outputs");
     add_model_options(*sub, options->model);
     add_target_options(*sub, options->target);
-    sub->add_option("--input", options->inputs,
-                    "Input value from a .npy or ONNX TensorProto .pb file (repeatable); inputs "
-                    "not given get random values")
-        ->type_name("NAME=FILE");
-    sub->add_option("--seed", options->seed, "Seed for the random inputs")->capture_default_str();
+    add_input_options(*sub, options->input);
     sub->add_option("--output-dir", options->output_dir,
                     "Write each output to DIR/<output name>.npy")
         ->type_name("DIR");

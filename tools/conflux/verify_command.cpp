@@ -18,17 +18,16 @@ namespace {
 struct verify_options {
     model_options model;
     target_options target;
-    std::vector<std::string> inputs;
-    std::uint64_t seed = 0;
+    input_options input;
 };
 
 int verify(const verify_options& options) {
     CONFLUX_USER_CHECK(options.target.target != "ref", "verify compares the cuda target with "
                                                        "the reference target; --target ref "
                                                        "has nothing to compare");
-    auto files = parse_input_files(options.inputs);
+    auto files = parse_input_files(options.input.files);
     program reference = load_model(options.model);
-    auto params = bind_inputs(reference.main(), files, options.seed, std::cerr);
+    auto params = bind_inputs(reference.main(), files, options.input.seed, std::cerr);
     const auto names = reference.main().output_names();
 
     cuda::compiled_program compiled =
@@ -68,11 +67,7 @@ command add_verify_command(CLI::App& app) {
         "verify", "Run the cuda target and the reference target and compare every output");
     add_model_options(*sub, options->model);
     add_target_options(*sub, options->target);
-    sub->add_option("--input", options->inputs,
-                    "Input value from a .npy or ONNX TensorProto .pb file (repeatable); inputs "
-                    "not given get random values")
-        ->type_name("NAME=FILE");
-    sub->add_option("--seed", options->seed, "Seed for the random inputs")->capture_default_str();
+    add_input_options(*sub, options->input);
     return {sub, [options] { return verify(*options); }};
 }
 

@@ -92,6 +92,17 @@ struct slice {
     bool operator==(const slice&) const = default;
 };
 
+// One axis of a slice as ONNX defines it (negative values counted from the end, starts/ends
+// clamped): output index j reads input index start + j * step, for len outputs.
+struct slice_axis {
+    std::int64_t start = 0;
+    std::int64_t step = 1;
+    std::size_t len = 0;
+};
+// The plan of every axis of `in` (axes not sliced: start 0, step 1, the whole len); a
+// user_error for inconsistent attributes.
+std::vector<slice_axis> plan_slice(const slice& op, const shape& in);
+
 // A standard-layout copy of its input.
 struct contiguous {
     std::string name() const { return "contiguous"; }

@@ -3,6 +3,7 @@
 // of a reduction map onto threads. Generated code names its index type `cx_index`.
 #pragma once
 
+#include "conflux/ir/errors.hpp"
 #include "cuda/codegen/generator.hpp"
 
 #include <cstddef>
@@ -27,6 +28,19 @@ kernel_source make_kernel(const kernel_request& r, const std::string& body, laun
 
 // A kernel that does nothing, for requests whose outputs have no elements; launches no block.
 kernel_source empty_kernel(const kernel_request& r);
+
+// The Op of a one-input, one-output request, checked: the lowering builds requests from valid
+// instructions, so a mismatch is an internal error.
+template <class Op> const Op& single_operand_op(const kernel_request& r, const char* generator) {
+    const auto* op = r.op->get_if<Op>();
+    CONFLUX_ASSERT(op != nullptr, generator, " for ", r.op->name());
+    CONFLUX_ASSERT(r.inputs.size() == 1 && r.outputs.size() == 1, r.op->name(),
+                   ": one input and one output expected");
+    CONFLUX_ASSERT(r.outputs[0].lens() == op->compute_shape({r.inputs[0]}).lens(), r.op->name(),
+                   ": output ", to_string(r.outputs[0]), " does not match input ",
+                   to_string(r.inputs[0]));
+    return *op;
+}
 
 // {prefix + "0", prefix + "1", ...}: n variable names.
 std::vector<std::string> names(const std::string& prefix, std::size_t n);

@@ -116,7 +116,10 @@ index_expr broadcast_source(const dims& in_lens, const index_expr& at, kernel_wr
 
 index_expr slice_source(const operation& op, const dims& in_lens, const index_expr& at,
                         kernel_writer& w) {
-    const auto plan = plan_slice_axes(op, in_lens);
+    const auto* slice = op.get_if<op::slice>();
+    CONFLUX_ASSERT(slice != nullptr, "slice_source on ", op.name());
+    // Only the lens matter to the plan; the dtype is a placeholder.
+    const auto plan = op::plan_slice(*slice, shape{dtype::u8, in_lens});
     const auto out_axes = w.axes(at);
     std::vector<std::string> in_axes(in_lens.size());
     for (std::size_t k = 0; k < in_lens.size(); ++k)
@@ -129,25 +132,6 @@ index_expr slice_source(const operation& op, const dims& in_lens, const index_ex
 index_expr reshape_source(const dims& in_lens, const index_expr& at, kernel_writer& w) {
     if (!at.linear.empty()) return index_expr::from_linear(in_lens, at.linear);
     return regroup_axes(in_lens, at, w);
-}
-
-// The reference's plan_slice (src/ops/views.cpp), start and step only: the op was validated
-// when it was created, so the checks are assertions here.
-std::vector<slice_axis> plan_slice_axes(const operation& slice_op, const dims& in_lens) {
-    const auto* op = slice_op.get_if<op::slice>();
-    CONFLUX_ASSERT(op != nullptr, "plan_slice_axes on ", slice_op.name());
-    std::vector<slice_axis> plan(in_lens.size());
-    for (std::size_t k = 0; k < op->starts.size(); ++k) {
-        const std::int64_t axis = op->axes.empty() ? static_cast<std::int64_t>(k) : op->axes[k];
-        const std::size_t a = normalized_axis(axis, in_lens.size());
-        const std::int64_t step = op->steps.empty() ? 1 : op->steps[k];
-        const auto dim = static_cast<std::int64_t>(in_lens[a]);
-        std::int64_t start = op->starts[k] < 0 ? op->starts[k] + dim : op->starts[k];
-        start = step > 0 ? std::clamp<std::int64_t>(start, 0, dim)
-                         : std::clamp<std::int64_t>(start, 0, std::max<std::int64_t>(dim - 1, 0));
-        plan[a] = {start, step};
-    }
-    return plan;
 }
 
 std::optional<index_expr> view_source(const operation& op, const dims& in_lens,

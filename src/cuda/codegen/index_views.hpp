@@ -20,12 +20,4 @@ std::optional<index_expr> view_source(const operation& op, const dims& in_lens,
 // (equal element counts): a reshape's transform.
 index_expr reshape_source(const dims& in_lens, const index_expr& at, kernel_writer& w);
 
-// One axis of an ONNX slice as the reference plans it: output index j reads input index
-// start + j * step.
-struct slice_axis {
-    std::int64_t start = 0;
-    std::int64_t step = 1;
-};
-std::vector<slice_axis> plan_slice_axes(const operation& slice_op, const dims& in_lens);
-
 } // namespace conflux::cuda::index

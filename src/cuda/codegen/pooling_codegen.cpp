@@ -20,14 +20,9 @@ std::size_t value_or(const std::vector<std::size_t>& values, std::size_t i, std:
 }
 
 kernel_source generate_pooling(const kernel_request& r) {
-    const auto* op = r.op->get_if<op::pooling>();
-    CONFLUX_ASSERT(op != nullptr, "generate_pooling for ", r.op->name());
-    CONFLUX_ASSERT(r.inputs.size() == 1 && r.outputs.size() == 1, r.op->name(),
-                   ": one input and one output expected");
+    const auto* op = &text::single_operand_op<op::pooling>(r, "generate_pooling");
     const shape& x = r.inputs[0];
     const shape& y = r.outputs[0];
-    CONFLUX_ASSERT(y.lens() == op->compute_shape({x}).lens(), r.op->name(), ": output ",
-                   to_string(y), " does not match input ", to_string(x));
     if (y.elements() == 0) return text::empty_kernel(r);
 
     const std::size_t nd = x.rank() - 2;

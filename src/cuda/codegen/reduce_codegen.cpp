@@ -192,14 +192,9 @@ kernel_source copy_kernel(const kernel_request& r) {
 }
 
 kernel_source generate_reduce(const kernel_request& r) {
-    const auto* op = r.op->get_if<op::reduce>();
-    CONFLUX_ASSERT(op != nullptr, "generate_reduce for ", r.op->name());
-    CONFLUX_ASSERT(r.inputs.size() == 1 && r.outputs.size() == 1, r.op->name(),
-                   ": one input and one output expected");
+    const auto* op = &text::single_operand_op<op::reduce>(r, "generate_reduce");
     const shape& x = r.inputs[0];
     const shape& y = r.outputs[0];
-    CONFLUX_ASSERT(y.lens() == op->compute_shape({x}).lens(), r.op->name(), ": output ",
-                   to_string(y), " does not match input ", to_string(x));
     if (y.elements() == 0) return text::empty_kernel(r);
     if (op->axes.empty() && op->noop_with_empty_axes) return copy_kernel(r);
 
