@@ -12,10 +12,11 @@ cd "$(dirname "$0")/.."
 pack() {
     set -e
     cmake -S . -B build -G Ninja >/dev/null
-    cmake --build build --target conflux_tool gpu_op_tests gpu_gemm_kernel_test onnx_conformance
+    cmake --build build --target conflux_tool gpu_op_tests gpu_gemm_kernel_test onnx_conformance \
+        conflux_bench_conv_layers
     rm -rf .gpu && mkdir -p .gpu/bin
     cp build/bin/conflux build/bin/gpu_op_tests build/bin/gpu_gemm_kernel_test build/bin/onnx_conformance \
-        .gpu/bin/
+        build/bin/conflux_bench_conv_layers .gpu/bin/
     strip .gpu/bin/*
     tar czf .gpu/testdata.tgz -C /usr/share/libonnx-testdata/data \
         node pytorch-converted pytorch-operator simple

@@ -1,6 +1,8 @@
 // The CUDA runtime layer as far as it runs without a GPU: device discovery, error channels, the
 // kernel cache and parallel compilation. Tests that launch kernels live in tests/gpu.
+#include "conflux/cuda/target.hpp"
 #include "conflux/ir/errors.hpp"
+#include "conflux/ops/elementwise.hpp"
 #include "cuda/runtime/compile_kernels.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_info.hpp"
@@ -158,6 +160,53 @@ TEST(CudaRuntime, MemoryStreamsAndKernelsNeedADeviceAndSaySo) {
         FAIL() << "expected an error";
     } catch (const user_error& e) {
         EXPECT_TRUE(contains(e.what(), "k0_scale (@0 = mul)")) << e.what();
+    }
+}
+
+// A one-kernel program: relu of an f32 [4, 8] parameter.
+compiled_program compile_relu() {
+    program p;
+    module& m = p.main();
+    auto x = m.add_parameter("x", shape{dtype::f32, {4, 8}});
+    m.add_return({m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {x})});
+    compile_options options;
+    options.arch = "sm_90";
+    options.use_kernel_cache = false;
+    return compile(std::move(p), options);
+}
+
+TEST(CudaRuntime, ProfileNeedsADeviceAndSaysSoLikeRun) {
+    if (device_count() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
+    compiled_program c = compile_relu();
+    const std::map<std::string, argument> params = {{"x", argument(shape{dtype::f32, {4, 8}})}};
+    std::string run_error, profile_error;
+    try {
+        c.run(params);
+    } catch (const user_error& e) {
+        run_error = e.what();
+    }
+    try {
+        c.profile(params, {1, 3});
+    } catch (const user_error& e) {
+        profile_error = e.what();
+    }
+    EXPECT_TRUE(contains(run_error, "no CUDA device")) << run_error;
+    EXPECT_EQ(profile_error, run_error);
+}
+
+TEST(CudaRuntime, WriteCubinsWritesOneElfPerKernelNamedByItsEntry) {
+    compiled_program c = compile_relu();
+    const temp_dir dir;
+    const auto paths = c.write_cubins(dir.path / "sub");
+    ASSERT_EQ(paths.size(), c.stats().kernels);
+    for (const fs::path& path : paths) {
+        EXPECT_EQ(path.extension(), ".cubin");
+        std::ifstream in(path, std::ios::binary);
+        char magic[4] = {};
+        in.read(magic, 4);
+        EXPECT_EQ(std::string(magic, 4), "\x7f"
+                                         "ELF")
+            << path;
     }
 }
 

@@ -43,6 +43,28 @@ struct run_options {
     bool sync_each_step = false;
 };
 
+// How compiled_program::profile times a program.
+struct profile_options {
+    std::size_t warmup = 5;       // untimed runs first (clocks up, caches and TLBs warm)
+    std::size_t repetitions = 20; // timed runs; at least one
+};
+
+// One kernel launch of the program, timed on its own.
+struct step_profile {
+    std::string kernel;   // the kernel's entry name
+    std::string origin;   // the instruction it came from, as print() and errors name it
+    double median_ms = 0; // over the timed repetitions
+};
+
+// Times of whole runs (CUDA events on the program's stream around every launch of a run, runs
+// queued back to back) and of each launch, in step order. Percentiles interpolate linearly
+// between the nearest ranks, so with few repetitions p99 is close to the slowest run.
+struct profile_result {
+    double median_ms = 0, p90_ms = 0, p99_ms = 0;
+    std::vector<step_profile> steps;
+    std::size_t repetitions = 0;
+};
+
 struct compile_stats {
     std::string arch;
     std::size_t kernels = 0;         // distinct kernels
@@ -71,6 +93,16 @@ public:
     // when no GPU is usable, or an argument is missing or has the wrong lens or dtype.
     std::vector<argument> run(const std::map<std::string, argument>& params,
                               const run_options& options = {});
+
+    // Uploads the parameters once (checked like run's), runs the program options.warmup times,
+    // then times options.repetitions runs: each whole run and each launch in it. Outputs stay
+    // on the device. The same user_error as run when no GPU is usable.
+    profile_result profile(const std::map<std::string, argument>& params,
+                           const profile_options& options = {});
+
+    // Writes every distinct kernel's cubin to dir (created if missing) as ENTRY.cubin, for
+    // cuobjdump/nvdisasm; returns the paths written, in kernel order.
+    std::vector<std::filesystem::path> write_cubins(const std::filesystem::path& dir) const;
 
     // The launch sequence and memory plan, one line per kernel launch.
     void print(std::ostream& os) const;

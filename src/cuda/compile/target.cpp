@@ -11,6 +11,7 @@
 #include "cuda/runtime/nvrtc_compiler.hpp"
 
 #include <chrono>
+#include <fstream>
 #include <ostream>
 
 namespace conflux::cuda {
@@ -105,9 +106,11 @@ compiled_program compile(program p, const compile_options& options) {
     return result;
 }
 
-std::vector<argument> compiled_program::run(const std::map<std::string, argument>& params,
-                                            const run_options& options) {
-    auto& d = *impl_;
+namespace {
+
+// The program loaded on GPU 0, loading it on first use; a user_error when no GPU is usable or
+// the program was compiled for another architecture.
+executable& loaded(compiled_program::impl& d) {
     if (!d.loaded) {
         CONFLUX_USER_CHECK(device_count() > 0, "no CUDA device: ", cuda::no_device_reason(),
                            ". The program was compiled for ", d.stats.arch, " (", d.stats.kernels,
@@ -118,7 +121,36 @@ std::vector<argument> compiled_program::run(const std::map<std::string, argument
                            dev.arch, " or leave --arch out");
         d.loaded = std::make_unique<executable>(d.lowered, d.binaries);
     }
-    return d.loaded->run(params, options);
+    return *d.loaded;
+}
+
+} // namespace
+
+std::vector<argument> compiled_program::run(const std::map<std::string, argument>& params,
+                                            const run_options& options) {
+    return loaded(*impl_).run(params, options);
+}
+
+profile_result compiled_program::profile(const std::map<std::string, argument>& params,
+                                         const profile_options& options) {
+    return loaded(*impl_).profile(params, options);
+}
+
+std::vector<std::filesystem::path>
+compiled_program::write_cubins(const std::filesystem::path& dir) const {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    CONFLUX_USER_CHECK(!ec, "cannot create directory ", dir.string(), ": ", ec.message());
+    std::vector<std::filesystem::path> written;
+    for (const compiled_kernel& k : impl_->binaries) {
+        const std::filesystem::path path = dir / (k.entry + ".cubin");
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(k.cubin.data(), static_cast<std::streamsize>(k.cubin.size()));
+        out.close();
+        CONFLUX_USER_CHECK(bool(out), "cannot write ", path.string());
+        written.push_back(path);
+    }
+    return written;
 }
 
 void compiled_program::print(std::ostream& os) const {

@@ -26,8 +26,19 @@ public:
     std::vector<argument> run(const std::map<std::string, argument>& params,
                               const run_options& options);
 
+    // See compiled_program::profile.
+    profile_result profile(const std::map<std::string, argument>& params,
+                           const profile_options& options);
+
 private:
     struct state;
+    // One binding of a run: the parameters uploaded, the outputs allocated, and every step's
+    // kernel argument pointers resolved, so that the steps can be launched any number of times.
+    struct bindings;
+    bindings bind(const std::map<std::string, argument>& params);
+    // Launches step i of the program on the stream with b's arguments.
+    void launch_step(bindings& b, std::size_t i);
+
     const lowered_program& program_;
     std::unique_ptr<state> state_;
 };
