@@ -429,7 +429,11 @@ void expect_compiles(const gemm_problem& p, const shape& out, const perf_config&
     if (p.empty()) {
         EXPECT_TRUE(k.empty());
     } else {
-        EXPECT_EQ(k.launch.shared_bytes, shared_bytes(c, p));
+        // The staged store reuses the pipeline's shared memory, and is dropped when it does not
+        // fit (the default limits are an H200's).
+        const std::size_t staged = staged_store_bytes(p, c, e.walk);
+        EXPECT_EQ(k.launch.shared_bytes,
+                  std::max(shared_bytes(c, p), staged <= 227 * 1024 ? staged : 0));
         EXPECT_FALSE(k.empty());
     }
     try {

@@ -121,10 +121,19 @@ TEST_F(tool, trace_compile_names_problem_config_and_split) {
     const std::string cache = "--kernel-cache '" + (dir_ / "kernels").string() + "'";
     auto r = run("compile " + example() + " --target cuda --trace-compile " + cache);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    // conv -> add -> relu -> reshape tail: gemm | pointwise | layout copy.
+    // conv -> add -> relu -> reshape tail: one kernel with the heuristic's config.
     EXPECT_NE(r.out.find("trace: main: "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("conv2d f32"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("-> 3-way (gemm | pointwise | layout copy)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" -> fused"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1 kernels, 1 launches"), std::string::npos) << r.out;
+    // A split-K config cannot fuse it: gemm | pointwise | layout copy, and the trace says why.
+    auto split = run("compile " + example() + " --target cuda --trace-compile " +
+                     "--perf-config 16x64x16_w1x2_s2_k2 " + cache);
+    ASSERT_EQ(split.exit_code, 0) << split.err;
+    EXPECT_NE(split.out.find("-> 3-way (gemm | pointwise | layout copy): split-K 2 would apply "
+                             "the epilogue to partial sums"),
+              std::string::npos)
+        << split.out;
     auto exact = run("compile " + example() + " --target cuda --trace-compile --exact-fp32 " +
                      "--perf-config 64x64x32_w2x2_s3_k1 " + cache);
     ASSERT_EQ(exact.exit_code, 0) << exact.err;

@@ -4,6 +4,7 @@
 #include "conflux/ir/split_points.hpp"
 #include "conflux/ops/fused.hpp"
 #include "conflux/ops/views.hpp"
+#include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <map>
 #include <unordered_map>
+#include <utility>
 
 namespace conflux::cuda {
 
@@ -131,10 +133,23 @@ private:
         return o;
     }
 
+    // A fused op's epilogue waiting for its anchor: lower_anchor applies it inside the gemm
+    // kernel when the chosen config can_fuse, writing `outputs` directly.
+    struct pending_fusion {
+        const module* epilogue = nullptr;
+        std::size_t anchor_slot = 0;
+        std::vector<operand> extra_inputs; // bound to the epilogue's other parameters, in order
+        std::vector<operand> outputs;
+        std::string origin; // the fused op's, for the fused kernel's step
+        bool fused = false;
+        std::string reason; // why not, when not
+    };
+
     // The tensor-core kernel for an anchor writing `outputs[0]`, or the direct kernel when the
     // generator has no problem for it.
     void lower_anchor(const operation& op, const std::vector<operand>& inputs,
                       const std::vector<operand>& outputs, const std::string& origin) {
+        pending_fusion* fusion = std::exchange(fusion_, nullptr);
         std::optional<gemm_problem> problem;
         if (options_.use_gemm_generator && inputs.size() == 2)
             problem = make_gemm_problem(op, shapes_of(inputs), outputs[0].view,
@@ -143,11 +158,32 @@ private:
             kernel_request req{&op, shapes_of(inputs), {outputs[0].view}, {}, entry_placeholder};
             add_step(generate_in_context(req, origin), op.name(), inputs, outputs, origin);
             last_anchor_ = "direct kernel (no gemm problem for " + op.name() + ")";
+            if (fusion) fusion->reason = "the generator has no gemm problem for " + op.name();
             return;
         }
         const perf_config config = choose_config(*problem, origin);
-        const gemm_epilogue epilogue = default_epilogue(*problem, outputs[0].view);
         last_anchor_ = to_string(*problem) + " config " + to_string(config);
+        if (fusion) {
+            epilogue_module e{
+                fusion->epilogue, fusion->anchor_slot, {}, shapes_of(fusion->outputs)};
+            std::size_t next = 0;
+            for (std::size_t i = 0; i < fusion->extra_inputs.size() + 1; ++i)
+                e.inputs.push_back(i == fusion->anchor_slot ? outputs[0].view
+                                                            : fusion->extra_inputs.at(next++).view);
+            if (can_fuse(config, *problem, e, &fusion->reason, options_.limits)) {
+                std::vector<operand> args = inputs;
+                args.insert(args.end(), fusion->extra_inputs.begin(), fusion->extra_inputs.end());
+                add_step(generate_gemm_kernel(*problem, config, fused_epilogue(*problem, e),
+                                              entry_placeholder, options_.limits),
+                         "gemm_fused", args, fusion->outputs, fusion->origin);
+                fusion->fused = true;
+                // The anchor's own value never exists in memory.
+                if (outputs[0].source == memory_source::buffer)
+                    out_.buffers[outputs[0].index].bytes = 0;
+                return;
+            }
+        }
+        const gemm_epilogue epilogue = default_epilogue(*problem, outputs[0].view);
         if (config.split_k <= 1) {
             add_step(generate_gemm_kernel(*problem, config, epilogue, entry_placeholder,
                                           options_.limits),
@@ -204,10 +240,10 @@ private:
         throw_internal_error(origin, ": no valid perf config for ", to_string(problem));
     }
 
-    // A fused gemm op, split until the generator holds epilogues (DESIGN.md, "Compiling a fused
-    // gemm op"): gemm into a temporary, then the pointwise part, then (when a return has a
-    // layout tail) a layout copy into the op's outputs; without a tail the pointwise kernel
-    // writes the outputs itself.
+    // A fused gemm op (DESIGN.md, "Compiling a fused gemm op"): one kernel when the anchor's
+    // config can_fuse the part after the anchor; otherwise gemm into a temporary, then the
+    // pointwise part, then (when a return has a layout tail) a layout copy into the op's outputs;
+    // without a tail the pointwise kernel writes the outputs itself.
     std::vector<operand> lower_fused_gemm(const instruction& ins,
                                           const std::vector<operand>& inputs,
                                           const std::string& origin) {
@@ -222,6 +258,47 @@ private:
             out_.trace.push_back(origin + ": " + last_anchor_ + " -> fused (no epilogue)");
             return out;
         }
+        auto argument_of = [&](instruction_ref arg) {
+            auto it = std::find(ins.inputs().begin(), ins.inputs().end(), arg);
+            CONFLUX_ASSERT(it != ins.inputs().end(), origin, ": split argument unknown");
+            return inputs.at(std::size_t(it - ins.inputs().begin()));
+        };
+        std::vector<std::vector<operand>> results;
+        auto bind = [&](const split_part& part) {
+            std::vector<operand> args;
+            for (const split_input& in : part.inputs)
+                args.push_back(in.is_placeholder() ? results.at(std::size_t(in.part)).at(in.output)
+                                                   : argument_of(in.arg));
+            return args;
+        };
+        std::vector<shape> out_shapes = result_shapes(ins);
+        std::vector<operand> outputs;
+        for (const shape& s : out_shapes)
+            outputs.push_back(new_buffer(s));
+
+        // The anchor, offered the part after it as its epilogue.
+        const auto at_anchor = sm.split(ins.inputs(), {anchor});
+        CONFLUX_ASSERT(at_anchor.size() == 2, origin, ": split gave ", at_anchor.size(), " parts");
+        pending_fusion fusion;
+        fusion.epilogue = at_anchor[1].mod;
+        fusion.outputs = outputs;
+        fusion.origin = origin;
+        for (std::size_t i = 0; i < at_anchor[1].inputs.size(); ++i) {
+            const split_input& in = at_anchor[1].inputs[i];
+            if (in.is_placeholder())
+                fusion.anchor_slot = i;
+            else
+                fusion.extra_inputs.push_back(argument_of(in.arg));
+        }
+        fusion_ = &fusion;
+        results.push_back(lower_module(*at_anchor[0].mod, bind(at_anchor[0])));
+        fusion_ = nullptr;
+        const std::string anchor_text = last_anchor_;
+        if (fusion.fused) {
+            out_.trace.push_back(origin + ": " + anchor_text + " -> fused");
+            return outputs;
+        }
+
         const std::vector<instruction_ref> tails = find_tail_splits(sm);
         bool has_tail = false, tail_after_anchor = true;
         for (std::size_t r = 0; r < tails.size(); ++r) {
@@ -229,30 +306,11 @@ private:
             tail_after_anchor = tail_after_anchor && tails[r] != anchor;
         }
         const bool three_way = has_tail && tail_after_anchor;
-        const auto parts =
-            three_way ? sm.split(ins.inputs(), {anchor}, tails) : sm.split(ins.inputs(), {anchor});
+        // Part 0 of either split is the anchor's closure, already lowered: its one output is
+        // the anchor's value.
+        const auto parts = three_way ? sm.split(ins.inputs(), {anchor}, tails) : at_anchor;
         CONFLUX_ASSERT(parts.size() == (three_way ? 3u : 2u), origin, ": split gave ", parts.size(),
                        " parts");
-        std::vector<std::vector<operand>> results;
-        auto bind = [&](const split_part& part) {
-            std::vector<operand> args;
-            for (const split_input& in : part.inputs) {
-                if (in.is_placeholder()) {
-                    args.push_back(results.at(std::size_t(in.part)).at(in.output));
-                } else {
-                    auto it = std::find(ins.inputs().begin(), ins.inputs().end(), in.arg);
-                    CONFLUX_ASSERT(it != ins.inputs().end(), origin, ": split argument unknown");
-                    args.push_back(inputs.at(std::size_t(it - ins.inputs().begin())));
-                }
-            }
-            return args;
-        };
-        results.push_back(lower_module(*parts[0].mod, bind(parts[0])));
-        const std::string anchor_text = last_anchor_;
-        std::vector<shape> out_shapes = result_shapes(ins);
-        std::vector<operand> outputs;
-        for (const shape& s : out_shapes)
-            outputs.push_back(new_buffer(s));
         for (std::size_t k = 1; k < parts.size(); ++k) {
             const bool last = k + 1 == parts.size();
             const module& part = *parts[k].mod;
@@ -283,7 +341,7 @@ private:
         out_.trace.push_back(
             origin + ": " + anchor_text + " -> " +
             (three_way ? "3-way (gemm | pointwise | layout copy)" : "2-way (gemm | pointwise)") +
-            ": the generator does not fuse epilogues yet");
+            ": " + fusion.reason);
         return outputs;
     }
 
@@ -396,6 +454,7 @@ private:
     program& prog_;
     lowering_options options_;
     std::string last_anchor_; // the problem and config of the anchor lowered last, for traces
+    pending_fusion* fusion_ = nullptr;
     lowered_program out_;
     std::map<std::string, std::size_t> interned_;
 };

@@ -103,10 +103,32 @@ bool applies_epilogue_in_kernel(const perf_config& c) {
     return c.split_k == 1;
 }
 
+namespace {
+
+std::size_t accumulator_bytes(dtype t) {
+    return gemm_accumulator_type(t) == "float" ? 4 : 8;
+}
+
+// The staged tile holds storage values: the anchor's value is rounded to its dtype before any
+// epilogue op reads it, so rounding on the way in loses nothing and halves an f16 tile. Rows
+// are padded by 16 bytes, which keeps the fragments' writes on distinct banks.
+unsigned stage_pad(dtype t) {
+    return unsigned(std::max<std::size_t>(1, 16 / size_of(t)));
+}
+
+} // namespace
+
+std::size_t staged_store_bytes(const gemm_problem& p, const perf_config& c, store_walk walk) {
+    if (walk == store_walk::direct || c.split_k > 1) return 0;
+    const std::size_t rows = walk == store_walk::n_major ? c.tile_m : c.tile_n;
+    const std::size_t cols =
+        (walk == store_walk::n_major ? c.tile_n : c.tile_m) + stage_pad(p.type);
+    return rows * cols * size_of(p.type);
+}
+
 std::size_t split_k_workspace_bytes(const gemm_problem& p, const perf_config& c) {
     if (c.split_k <= 1) return 0;
-    const std::size_t acc = gemm_accumulator_type(p.type) == "float" ? 4 : 8;
-    return std::size_t(c.split_k) * p.batch() * p.m * p.n * acc;
+    return std::size_t(c.split_k) * p.batch() * p.m * p.n * accumulator_bytes(p.type);
 }
 
 kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
@@ -122,10 +144,19 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     const std::string& off_t = ctx.offset_type;
     const std::string& S = ctx.storage;
 
+    store_walk walk = split ? store_walk::direct : epilogue.walk;
+    const std::size_t stage_bytes = staged_store_bytes(p, c, walk);
+    if (stage_bytes > limits.shared_per_block) {
+        CONFLUX_ASSERT(!epilogue.walk_required, "the staged store of ", to_string(c), " needs ",
+                       stage_bytes, " bytes of shared memory, the device allows ",
+                       limits.shared_per_block);
+        walk = store_walk::direct;
+    }
+
     kernel_source k;
     k.entry = entry;
-    k.inputs = 2;
-    k.outputs = split ? 1 : epilogue.parameters.size();
+    k.inputs = split ? 2 : 2 + epilogue.inputs;
+    k.outputs = split ? 1 : epilogue.parameters.size() - epilogue.inputs;
     std::string& s = k.code;
     s += device_headers;
     s += "// " + to_string(c) + " for " + to_string(p) + "\n";
@@ -184,10 +215,20 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     s +=
         in + "auto cx_load_tiles = [&](int cx_slot, int cx_kt) {\n" + a.load + b.load + in + "};\n";
 
+    // Staged: element (m, n) of the tile parks at row-major [m][n] (n_major) or [n][m]
+    // (m_major) with padded rows, then the walk below reads it back.
+    const bool staged = walk != store_walk::direct;
+    const unsigned stage_cols =
+        (walk == store_walk::n_major ? c.tile_n : c.tile_m) + (staged ? stage_pad(p.type) : 0);
+    const std::string stage_index =
+        walk == store_walk::n_major
+            ? "(int)(($M) - cx_m0) * " + std::to_string(stage_cols) + " + (int)(($N) - cx_n0)"
+            : "(int)(($N) - cx_n0) * " + std::to_string(stage_cols) + " + (int)(($M) - cx_m0)";
     const std::string store = split ? "cx_workspace[(((cx_offset)cx_split * " + lit(p.batch()) +
                                           " + cx_z) * " + lit(p.m) + " + ($M)) * " + lit(p.n) +
                                           " + ($N)] = $V;"
-                                    : epilogue_call(p, epilogue);
+                              : staged ? "cx_store(&cx_stage[" + stage_index + "], $V);"
+                                       : epilogue_call(p, epilogue);
     const auto compute = gemm::warp_compute(ctx, store);
     s += compute.setup;
     s += in + "auto cx_multiply = [&](int cx_slot) {\n" + compute.tile + in + "};\n";
@@ -220,12 +261,37 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     s += in + "    cx_multiply(t % " + stages + ");\n";
     s += in + "}\n";
     s += in + "cx_cp_async_wait<0>();\n";
+    if (staged) {
+        // Every warp must be done reading the pipeline's tiles before they are overwritten.
+        s += in + "__syncthreads();\n";
+        s += in + S + "* cx_stage = reinterpret_cast<" + S + "*>(cx_smem);\n";
+    }
     s += compute.store;
+    if (staged) {
+        const std::size_t tile = std::size_t(c.tile_m) * c.tile_n;
+        const bool by_n = walk == store_walk::n_major;
+        const std::string fast = by_n ? lit(std::size_t(c.tile_n)) : lit(std::size_t(c.tile_m));
+        s += in + "__syncthreads();\n";
+        s += in + "for (int cx_e = cx_tid; cx_e < " + lit(tile) +
+             "; cx_e += " + std::to_string(plan->threads) + ") {\n";
+        s += in + "    const int cx_fast = cx_e % " + fast + ", cx_slow = cx_e / " + fast + ";\n";
+        s += in + "    const cx_offset m = cx_m0 + " + (by_n ? "cx_slow" : "cx_fast") + ";\n";
+        s += in + "    const cx_offset n = cx_n0 + " + (by_n ? "cx_fast" : "cx_slow") + ";\n";
+        std::string call = epilogue_call(p, epilogue);
+        for (const auto& [from, to] : {std::pair<std::string, std::string>{
+                                           "$V", "cx_load(&cx_stage[cx_slow * " +
+                                                     std::to_string(stage_cols) + " + cx_fast])"},
+                                       {"$M", "m"},
+                                       {"$N", "n"}})
+            call.replace(call.find(from), from.size(), to);
+        s += in + "    if (m < " + lit(p.m) + " && n < " + lit(p.n) + ") " + call + "\n";
+        s += in + "}\n";
+    }
     s += "}\n";
 
     k.launch.grid = {unsigned(plan->blocks), 1, 1};
     k.launch.block = {plan->threads, 1, 1};
-    k.launch.shared_bytes = unsigned(plan->shared_bytes);
+    k.launch.shared_bytes = unsigned(std::max(plan->shared_bytes, stage_bytes));
     return k;
 }
 
@@ -305,6 +371,8 @@ gemm_epilogue default_epilogue(const gemm_problem& p, const shape& output) {
         off += " + n * " + lit64(strides[rank - 1]);
     }
     gemm_epilogue e;
+    // Coalesced stores when the output's fastest axis is n (NHWC, row-major products).
+    if (strides[rank - 1] == 1 && lens[rank - 1] > 1) e.walk = store_walk::n_major;
     e.parameters = {storage_type(output.type()) + "* __restrict__ out0"};
     e.arguments = {"out0"};
     e.code = "__device__ __forceinline__ void cx_epilogue(" + acc +

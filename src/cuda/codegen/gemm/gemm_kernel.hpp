@@ -12,7 +12,11 @@
 //     mma.sync m16n8k16 (f16, bf16) or m16n8k8 (f32 rounded to tf32), accumulating in f32; or,
 //     with _simt, plain FMA in the accumulator type (f32, f64 for f64, i64 for integers and
 //     bool, integers wrapping like the reference target);
-//   - every accumulated element is handed to the epilogue (below) with its coordinates.
+//   - every accumulated element is handed to the epilogue (below) with its coordinates: straight
+//     from the registers (store_walk::direct), or, for coalesced stores, after the block has
+//     parked its accumulators in shared memory (reusing the pipeline's buffer) and walks the
+//     tile again with consecutive threads on consecutive columns (n_major) or rows (m_major),
+//     so that a warp's stores land side by side in an output whose fastest axis is n or m.
 //
 // Kernel parameters, in order:
 //   split_k == 1:  (const TA* in0, const TB* in1, <epilogue.parameters...>)
@@ -42,8 +46,11 @@
 
 namespace conflux::cuda {
 
-// What happens to each accumulated element: device code the caller supplies (the lead's fused
-// module, or default_epilogue).
+// In which order the block hands its tile's elements to the epilogue (see above).
+enum class store_walk { direct, n_major, m_major };
+
+// What happens to each accumulated element: device code the caller supplies (the fused module's
+// pointwise part and layout tail, fused_epilogue.hpp; or default_epilogue).
 struct gemm_epilogue {
     // Extra kernel parameters after A and B, e.g. "const float* __restrict__ in2",
     // "cx_f16* __restrict__ out0".
@@ -60,7 +67,17 @@ struct gemm_epilogue {
     // n = output channel (over all groups: group * K/group + n within the group).
     // It is called once per element with m < M and n < N, never for partial sums.
     std::string code;
+    // The first `inputs` parameters are read, the rest written (for listings only).
+    std::size_t inputs = 0;
+    // The walk the stores want. A staged walk whose shared memory does not fit the device falls
+    // back to direct unless `walk_required` (can_fuse has checked that it fits).
+    store_walk walk = store_walk::direct;
+    bool walk_required = false;
 };
+
+// The shared memory a staged walk parks the block's accumulators in (0 for direct). The kernel
+// asks for max(pipeline, staging): the staging reuses the pipeline's buffer after the K loop.
+std::size_t staged_store_bytes(const gemm_problem& p, const perf_config& c, store_walk walk);
 
 // "float", "double" or "long long": the type of the epilogue's v and of the split-K workspace.
 std::string gemm_accumulator_type(dtype input);

@@ -1,0 +1,326 @@
+#include "cuda/codegen/gemm/fused_epilogue.hpp"
+
+#include "conflux/ir/errors.hpp"
+#include "conflux/ir/split_points.hpp"
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/views.hpp"
+#include "cuda/codegen/device_types.hpp"
+#include "cuda/codegen/index_kernel.hpp"
+#include "cuda/codegen/index_values.hpp"
+#include "cuda/codegen/index_views.hpp"
+
+#include <functional>
+#include <map>
+
+namespace conflux::cuda {
+
+namespace {
+
+using index::index_expr;
+
+std::string kib(std::size_t bytes) {
+    return std::to_string((bytes + 1023) / 1024) + " KiB";
+}
+
+// How the anchor's value reaches each instruction that depends on it: the layout ops applied
+// since the anchor, in order (elementwise ops keep their inputs' position). Two values combined
+// by an elementwise op must have come the same way, so that they are at one position.
+struct forward_paths {
+    std::string unsupported;
+    std::map<const instruction*, std::vector<instruction_ref>> path;
+};
+
+forward_paths trace_paths(const module& m, instruction_ref anchor) {
+    forward_paths f;
+    f.path[anchor] = {};
+    const auto names = m.print_names();
+    for (const instruction& ins : m) {
+        if (ins.is_return() || &ins == anchor) continue;
+        const std::vector<instruction_ref>* path = nullptr;
+        for (instruction_ref in : ins.inputs()) {
+            auto it = f.path.find(in);
+            if (it == f.path.end()) continue;
+            if (path != nullptr && *path != it->second) {
+                f.unsupported = names.at(&ins) + " = " + ins.name() +
+                                " combines the anchor's value at two different positions";
+                return f;
+            }
+            path = &it->second;
+        }
+        if (path == nullptr) continue;
+        if (is_layout_op(ins)) {
+            auto moved = *path;
+            moved.push_back(const_cast<instruction*>(&ins));
+            f.path[&ins] = std::move(moved);
+        } else if (ins.get_operator().get_if<op::elementwise>() != nullptr) {
+            f.path[&ins] = *path;
+        } else {
+            f.unsupported = names.at(&ins) + " = " + ins.name() +
+                            " uses the anchor's value but is neither pointwise nor a layout change";
+            return f;
+        }
+    }
+    const auto returns = m.get_return()->inputs();
+    for (std::size_t r = 0; r < returns.size(); ++r)
+        if (f.path.count(returns[r]) == 0) {
+            f.unsupported = "return " + std::to_string(r) + " is not computed from the anchor";
+            return f;
+        }
+    return f;
+}
+
+// Which axes of the anchor's output hold m's (row-major) components and which holds n.
+struct anchor_axes {
+    std::vector<std::size_t> b_axes, m_axes;
+    std::size_t n_axis = 0;
+};
+
+anchor_axes axes_of(const gemm_problem& p, std::size_t rank) {
+    anchor_axes a;
+    if (p.family == gemm_family::dot) {
+        for (std::size_t i = 0; i + 2 < rank; ++i)
+            a.b_axes.push_back(i);
+        a.m_axes = {rank - 2};
+        a.n_axis = rank - 1;
+    } else if (p.conv->channels_last) { // [N, spatial..., K]
+        for (std::size_t i = 0; i + 1 < rank; ++i)
+            a.m_axes.push_back(i);
+        a.n_axis = rank - 1;
+    } else { // [N, K, spatial...]
+        a.m_axes.push_back(0);
+        for (std::size_t i = 2; i < rank; ++i)
+            a.m_axes.push_back(i);
+        a.n_axis = 1;
+    }
+    return a;
+}
+
+// Host copy of the forward index map, for deciding the store walk: the element offset in
+// `out` of the anchor element at `pos` after the layout ops of `path`.
+std::size_t output_offset(std::vector<std::size_t> pos, const dims& anchor_lens,
+                          const std::vector<instruction_ref>& path, const shape& out) {
+    dims lens = anchor_lens;
+    for (instruction_ref t : path) {
+        const dims& next = t->get_shape().lens();
+        std::vector<std::size_t> moved(next.size(), 0);
+        if (const auto* tr = t->get_operator().get_if<op::transpose>()) {
+            for (std::size_t i = 0; i < next.size(); ++i)
+                moved[i] = pos[static_cast<std::size_t>(tr->permutation[i])];
+        } else { // reshape-like: the same row-major linear index
+            std::size_t lin = 0;
+            for (std::size_t i = 0; i < lens.size(); ++i)
+                lin = lin * lens[i] + pos[i];
+            for (std::size_t i = next.size(); i-- > 0;) {
+                moved[i] = lin % next[i];
+                lin /= next[i];
+            }
+        }
+        pos = moved;
+        lens = next;
+    }
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < pos.size(); ++i)
+        off += pos[i] * out.strides()[i];
+    return off;
+}
+
+// The anchor position of element (b = 0, m, n) over its lens.
+std::vector<std::size_t> anchor_position(const anchor_axes& a, const dims& lens, std::size_t m,
+                                         std::size_t n) {
+    std::vector<std::size_t> pos(lens.size(), 0);
+    for (std::size_t i = a.m_axes.size(); i-- > 0;) {
+        pos[a.m_axes[i]] = m % lens[a.m_axes[i]];
+        m /= lens[a.m_axes[i]];
+    }
+    pos[a.n_axis] = n;
+    return pos;
+}
+
+// The position of the element at `from` (over the layout op's input lens) after op `t`.
+index_expr forward(const instruction& t, const index_expr& from, index::kernel_writer& w) {
+    const dims& next = t.get_shape().lens();
+    const auto* tr = t.get_operator().get_if<op::transpose>();
+    if (tr == nullptr) return index::reshape_source(next, from, w); // same linear index
+    const auto in_axes = w.axes(from);
+    std::vector<std::string> out_axes(next.size());
+    dims dense_strides(next.size());
+    for (std::size_t i = 0; i < next.size(); ++i) {
+        const auto axis = static_cast<std::size_t>(tr->permutation[i]);
+        out_axes[i] = in_axes[axis];
+        if (!from.dense.empty()) dense_strides[i] = from.dense_strides[axis];
+    }
+    index_expr moved = index_expr::from_axes(next, out_axes);
+    if (!from.dense.empty()) {
+        moved.dense = from.dense; // the same element, so the same offset in that layout
+        moved.dense_strides = dense_strides;
+    }
+    return moved;
+}
+
+} // namespace
+
+epilogue_shape analyse_epilogue(const gemm_problem& p, const epilogue_module& e) {
+    epilogue_shape r;
+    const module& m = *e.mod;
+    const auto params = m.parameters();
+    CONFLUX_ASSERT(e.anchor_slot < params.size() && params.size() == e.inputs.size(),
+                   "epilogue module ", m.name(), " is not bound to its inputs");
+    const instruction_ref anchor = params[e.anchor_slot];
+    const dims& lens = anchor->get_shape().lens();
+    const auto returns = m.get_return()->inputs();
+    const forward_paths f = trace_paths(m, anchor);
+    if (!f.unsupported.empty()) {
+        r.unsupported = f.unsupported;
+        return r;
+    }
+    if (e.extra_inputs() > max_epilogue_inputs) {
+        r.unsupported = std::to_string(e.extra_inputs()) +
+                        " extra epilogue inputs (the kernel takes at most " +
+                        std::to_string(max_epilogue_inputs) + ")";
+        return r;
+    }
+
+    // The walk: coalesced along whichever of n and m is an output's fastest axis.
+    const anchor_axes a = axes_of(p, lens.size());
+    bool any_n = false, any_m = false;
+    for (std::size_t k = 0; k < returns.size(); ++k) {
+        const auto& path = f.path.at(returns[k]);
+        const shape& out = e.outputs[k];
+        auto offset_of = [&](std::size_t m_, std::size_t n_) {
+            return output_offset(anchor_position(a, lens, m_, n_), lens, path, out);
+        };
+        const std::size_t base = offset_of(0, 0);
+        if (p.n > 1 && offset_of(0, 1) == base + 1)
+            any_n = true;
+        else if (p.m > 1 && offset_of(1, 0) == base + 1)
+            any_m = true;
+    }
+    if (any_m) {
+        r.walk = store_walk::m_major;
+        r.walk_required = true;
+    } else {
+        r.walk = any_n ? store_walk::n_major : store_walk::direct;
+    }
+    return r;
+}
+
+bool can_fuse(const perf_config& c, const gemm_problem& p, const epilogue_module& e,
+              std::string* why, const gemm_device_limits& limits) {
+    auto fail = [&](std::string reason) {
+        if (why) *why = std::move(reason);
+        return false;
+    };
+    if (c.split_k > 1)
+        return fail("split-K " + std::to_string(c.split_k) +
+                    " would apply the epilogue to partial sums");
+    const epilogue_shape s = analyse_epilogue(p, e);
+    if (!s.unsupported.empty()) return fail(s.unsupported);
+    if (s.walk_required) {
+        const std::size_t staged = staged_store_bytes(p, c, s.walk);
+        if (staged > limits.shared_per_block)
+            return fail("the staged store of a transposed output needs " + kib(staged) +
+                        " of shared memory, the device allows " + kib(limits.shared_per_block));
+    }
+    if (why) why->clear();
+    return true;
+}
+
+gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
+    const epilogue_shape shape_info = analyse_epilogue(p, e);
+    CONFLUX_ASSERT(shape_info.unsupported.empty(), "fused_epilogue: ", shape_info.unsupported);
+    const module& m = *e.mod;
+    const auto params = m.parameters();
+    const instruction_ref anchor = params[e.anchor_slot];
+    const dims& lens = anchor->get_shape().lens();
+    const auto returns = m.get_return()->inputs();
+
+    index::kernel_writer w(index::index_type_for(m, e.inputs, e.outputs));
+    const std::string& it = w.index_type();
+    index::value_builder values(w, m, e.inputs, "cx_epilogue");
+    w.line("const " + it + " cx_eb = (" + it + ")b, cx_em = (" + it + ")m, cx_en = (" + it + ")n;");
+
+    // The anchor's position: b over the batch axes, m over its axes (row-major), n.
+    const anchor_axes a = axes_of(p, lens.size());
+    std::vector<std::string> axes(lens.size(), "0");
+    auto spread = [&](const std::vector<std::size_t>& which, const std::string& var) {
+        dims sub;
+        for (std::size_t i : which)
+            sub.push_back(lens[i]);
+        const auto parts = w.axes(index_expr::from_linear(sub, var));
+        for (std::size_t i = 0; i < which.size(); ++i)
+            axes[which[i]] = parts[i];
+    };
+    if (!a.b_axes.empty()) spread(a.b_axes, "cx_eb");
+    spread(a.m_axes, "cx_em");
+    axes[a.n_axis] = lens[a.n_axis] == 1 ? "0" : "cx_en";
+    index_expr at = index_expr::from_axes(lens, axes);
+    if (a.n_axis + 1 == lens.size()) {
+        // Row-major over the anchor's lens: ((b * M) + m) * N + n, so operands and outputs laid
+        // out like the anchor are read and written without decomposing m.
+        const auto N = static_cast<std::int64_t>(p.n * (p.conv ? p.conv->groups : 1));
+        const std::string bm = a.b_axes.empty()
+                                   ? "cx_em"
+                                   : w.add(w.mul("cx_eb", static_cast<std::int64_t>(p.m)), "cx_em");
+        at.dense = w.add(w.mul(bm, N), "cx_en");
+        at.dense_strides.clear();
+        for (auto s : index::row_major_strides(lens))
+            at.dense_strides.push_back(static_cast<std::size_t>(s));
+    }
+
+    const dtype anchor_type = anchor->get_shape().type();
+    w.line("const " + storage_type(anchor_type) + " cx_anchor = cx_narrow<" +
+           storage_type(anchor_type) + ">(v);");
+    w.remember_value(anchor, at.key(), "cx_anchor");
+
+    // Positions along each path, shared by prefix, so values that came the same way are at
+    // one index_expr (equal keys) and the writer finds them.
+    const forward_paths f = trace_paths(m, anchor);
+    std::map<std::vector<instruction_ref>, index_expr> positions{{{}, at}};
+    std::function<const index_expr&(const std::vector<instruction_ref>&)> position_of =
+        [&](const std::vector<instruction_ref>& path) -> const index_expr& {
+        if (auto it = positions.find(path); it != positions.end()) return it->second;
+        const index_expr from = position_of({path.begin(), path.end() - 1});
+        return positions.emplace(path, forward(*path.back(), from, w)).first->second;
+    };
+    // A layout op moves values without computing: its value at its position is its input's
+    // at the input's. Remembered in module order, before anything reads them.
+    for (const instruction& ins : m) {
+        auto it = f.path.find(&ins);
+        if (it == f.path.end() || !is_layout_op(ins)) continue;
+        const instruction_ref in = ins.inputs().front();
+        const std::string v = values.value(in, position_of(f.path.at(in)));
+        w.remember_value(&ins, position_of(it->second).key(), v);
+    }
+    for (std::size_t r = 0; r < returns.size(); ++r) {
+        const index_expr& pos = position_of(f.path.at(returns[r]));
+        const std::string v = values.value(returns[r], pos);
+        w.line("out" + std::to_string(r) + "[" + w.offset(pos, e.outputs[r]) + "] = " + v + ";");
+    }
+
+    gemm_epilogue g;
+    std::string signature;
+    for (std::size_t i = 0; i < e.inputs.size(); ++i) {
+        if (i == e.anchor_slot) continue;
+        const std::string type = "const " + storage_type(e.inputs[i].type()) + "* __restrict__ ";
+        g.parameters.push_back(type + "cx_epi_in" + std::to_string(i));
+        g.arguments.push_back("cx_epi_in" + std::to_string(i));
+        signature += ", " + type + "in" + std::to_string(i);
+    }
+    g.inputs = g.parameters.size();
+    for (std::size_t r = 0; r < e.outputs.size(); ++r) {
+        const std::string type = storage_type(e.outputs[r].type()) + "* __restrict__ ";
+        g.parameters.push_back(type + "cx_epi_out" + std::to_string(r));
+        g.arguments.push_back("cx_epi_out" + std::to_string(r));
+        signature += ", " + type + "out" + std::to_string(r);
+    }
+    // The anchor's slot has no pointer: its value is cx_anchor, and a load of it would not
+    // compile, so a position the analysis missed cannot read garbage.
+    g.code = "#include \"conflux/math.cuh\"\n\n" + values.globals() +
+             "__device__ __forceinline__ void cx_epilogue(" + gemm_accumulator_type(p.type) +
+             " v, long long b, long long m, long long n" + signature + ") {\n" + w.body() + "}\n";
+    g.walk = shape_info.walk;
+    g.walk_required = shape_info.walk_required;
+    return g;
+}
+
+} // namespace conflux::cuda
