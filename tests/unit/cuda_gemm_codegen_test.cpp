@@ -408,10 +408,20 @@ TEST(CudaGemmKernel, DefaultEpilogueStoresThroughTheOutputStrides) {
     const shape out{dtype::f16, {3, 4, 6}, {1, 18, 3}}; // a permuted output
     const auto e = default_epilogue(p, out);
     ASSERT_EQ(e.parameters.size(), 1u);
-    EXPECT_EQ(e.parameters[0], "cx_f16* __restrict__ out0");
-    EXPECT_EQ(e.arguments, std::vector<std::string>{"out0"});
+    EXPECT_EQ(e.parameters[0], "cx_f16* __restrict__ cx_epi_out0");
+    EXPECT_EQ(e.arguments, std::vector<std::string>{"cx_epi_out0"});
     EXPECT_CONTAINS(e.code, "cx_epilogue(float v, long long b, long long m, long long n");
-    EXPECT_CONTAINS(e.code, "m * 18LL + n * 3LL");
+    EXPECT_CONTAINS(e.code, "out0[cx_eb + cx_em * 18 + cx_en * 3] = ");
+    // Neither n nor m is the output's fastest axis here: no staged walk would coalesce.
+    EXPECT_EQ(e.walk, store_walk::direct);
+    // A row-major output: n-major walk, 8 f16 per thread step, one 16-byte store.
+    const auto rows = default_epilogue(p, shape{dtype::f16, {3, 4, 6}});
+    EXPECT_EQ(rows.walk, store_walk::n_major);
+    EXPECT_EQ(rows.lanes, 1u); // N = 6 is not a multiple of 8
+    const auto p16 = dot_problem(dtype::f16, 16, 16, 16);
+    const auto wide = default_epilogue(p16, shape{dtype::f16, {16, 16}});
+    EXPECT_EQ(wide.lanes, 8u);
+    EXPECT_CONTAINS(wide.code, "*reinterpret_cast<uint4*>(&out0[");
     const auto f64 = default_epilogue(dot_problem(dtype::f64, 4, 4, 4), shape{dtype::f64, {4, 4}});
     EXPECT_CONTAINS(f64.code, "cx_epilogue(double v");
     const auto i32 = default_epilogue(dot_problem(dtype::i32, 4, 4, 4), shape{dtype::i32, {4, 4}});

@@ -1,6 +1,7 @@
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "conflux/ir/program.hpp"
 #include "conflux/ir/split_points.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
@@ -9,6 +10,7 @@
 #include "cuda/codegen/index_values.hpp"
 #include "cuda/codegen/index_views.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -180,6 +182,11 @@ epilogue_shape analyse_epilogue(const gemm_problem& p, const epilogue_module& e)
         return r;
     }
 
+    // Nothing is stored for an empty anchor, so the walk does not matter.
+    if (p.empty() || std::count(lens.begin(), lens.end(), 0u) != 0) {
+        r.walk = store_walk::direct;
+        return r;
+    }
     // The walk: coalesced along whichever of n and m is an output's fastest axis.
     const anchor_axes a = axes_of(p, lens.size());
     bool any_n = false, any_m = false;
@@ -201,6 +208,11 @@ epilogue_shape analyse_epilogue(const gemm_problem& p, const epilogue_module& e)
     } else {
         r.walk = any_n ? store_walk::n_major : store_walk::direct;
     }
+    // The n-major walk hands a thread whole 16-byte chunks of the anchor's row when they never
+    // straddle a row (or a group).
+    const std::size_t bytes = size_of(anchor->get_shape().type());
+    const unsigned lanes = bytes == 2 || bytes == 4 ? unsigned(16 / bytes) : 1;
+    if (r.walk == store_walk::n_major && lanes > 1 && p.n % lanes == 0) r.lanes = lanes;
     return r;
 }
 
@@ -225,18 +237,49 @@ bool can_fuse(const perf_config& c, const gemm_problem& p, const epilogue_module
     return true;
 }
 
-gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
-    const epilogue_shape shape_info = analyse_epilogue(p, e);
-    CONFLUX_ASSERT(shape_info.unsupported.empty(), "fused_epilogue: ", shape_info.unsupported);
+namespace {
+
+// Whether return r's `lanes` consecutive n (from a multiple of lanes) are consecutive in its
+// output, so one vector store writes them: only transposes move the anchor (a reshape could
+// split n across axes), n's axis has stride 1 and every other axis a multiple of lanes.
+bool stores_vectors(const gemm_problem& p, const dims& lens,
+                    const std::vector<instruction_ref>& path, const shape& out, unsigned lanes) {
+    const std::size_t bytes = lanes * size_of(out.type());
+    if (bytes != 4 && bytes != 8 && bytes != 16) return false;
+    std::size_t axis = axes_of(p, lens.size()).n_axis;
+    for (instruction_ref t : path) {
+        const auto* tr = t->get_operator().get_if<op::transpose>();
+        if (tr == nullptr) return false;
+        for (std::size_t i = 0; i < tr->permutation.size(); ++i)
+            if (static_cast<std::size_t>(tr->permutation[i]) == axis) {
+                axis = i;
+                break;
+            }
+    }
+    if (out.strides()[axis] != 1) return false;
+    for (std::size_t i = 0; i < out.rank(); ++i)
+        if (i != axis && out.lens()[i] > 1 && out.strides()[i] % lanes != 0) return false;
+    return true;
+}
+
+const char* vector_type(std::size_t bytes) {
+    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned";
+}
+
+// cx_epilogue (lanes == 1) or cx_epilogue_vec (the `lanes` elements n .. n + lanes - 1 of row m,
+// their accumulators in v[0 .. lanes)): computes every return at the anchor's positions and
+// stores it.
+std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, unsigned lanes,
+                              std::string* globals) {
     const module& m = *e.mod;
-    const auto params = m.parameters();
-    const instruction_ref anchor = params[e.anchor_slot];
+    const instruction_ref anchor = m.parameters()[e.anchor_slot];
     const dims& lens = anchor->get_shape().lens();
     const auto returns = m.get_return()->inputs();
+    const std::string name = lanes == 1 ? "cx_epilogue" : "cx_epilogue_vec";
 
     index::kernel_writer w(index::index_type_for(m, e.inputs, e.outputs));
     const std::string& it = w.index_type();
-    index::value_builder values(w, m, e.inputs, "cx_epilogue");
+    index::value_builder values(w, m, e.inputs, name);
     w.line("const " + it + " cx_eb = (" + it + ")b, cx_em = (" + it + ")m, cx_en = (" + it + ")n;");
 
     // The anchor's position: b over the batch axes, m over its axes (row-major), n.
@@ -252,8 +295,7 @@ gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
     };
     if (!a.b_axes.empty()) spread(a.b_axes, "cx_eb");
     spread(a.m_axes, "cx_em");
-    axes[a.n_axis] = lens[a.n_axis] == 1 ? "0" : "cx_en";
-    index_expr at = index_expr::from_axes(lens, axes);
+    std::string dense;
     if (a.n_axis + 1 == lens.size()) {
         // Row-major over the anchor's lens: ((b * M) + m) * N + n, so operands and outputs laid
         // out like the anchor are read and written without decomposing m.
@@ -261,66 +303,125 @@ gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
         const std::string bm = a.b_axes.empty()
                                    ? "cx_em"
                                    : w.add(w.mul("cx_eb", static_cast<std::int64_t>(p.m)), "cx_em");
-        at.dense = w.add(w.mul(bm, N), "cx_en");
-        at.dense_strides.clear();
-        for (auto s : index::row_major_strides(lens))
-            at.dense_strides.push_back(static_cast<std::size_t>(s));
+        dense = w.mul(bm, N);
     }
-
-    const dtype anchor_type = anchor->get_shape().type();
-    w.line("const " + storage_type(anchor_type) + " cx_anchor = cx_narrow<" +
-           storage_type(anchor_type) + ">(v);");
-    w.remember_value(anchor, at.key(), "cx_anchor");
-
-    // Positions along each path, shared by prefix, so values that came the same way are at
-    // one index_expr (equal keys) and the writer finds them.
     const forward_paths f = trace_paths(m, anchor);
-    std::map<std::vector<instruction_ref>, index_expr> positions{{{}, at}};
-    std::function<const index_expr&(const std::vector<instruction_ref>&)> position_of =
-        [&](const std::vector<instruction_ref>& path) -> const index_expr& {
-        if (auto it = positions.find(path); it != positions.end()) return it->second;
-        const index_expr from = position_of({path.begin(), path.end() - 1});
-        return positions.emplace(path, forward(*path.back(), from, w)).first->second;
+    const dtype anchor_type = anchor->get_shape().type();
+    const std::string S = storage_type(anchor_type);
+
+    // Per lane: the anchor's position, its value, the positions along each path (shared by
+    // prefix, so values that came the same way are at one index_expr and the writer finds
+    // them), and the layout ops' values (a layout op moves values without computing: its value
+    // at its position is its input's at the input's).
+    std::vector<std::map<std::vector<instruction_ref>, index_expr>> positions(lanes);
+    std::function<const index_expr&(unsigned, const std::vector<instruction_ref>&)> position_of =
+        [&](unsigned lane, const std::vector<instruction_ref>& path) -> const index_expr& {
+        auto& memo = positions[lane];
+        if (auto found = memo.find(path); found != memo.end()) return found->second;
+        const index_expr from = position_of(lane, {path.begin(), path.end() - 1});
+        return memo.emplace(path, forward(*path.back(), from, w)).first->second;
     };
-    // A layout op moves values without computing: its value at its position is its input's
-    // at the input's. Remembered in module order, before anything reads them.
-    for (const instruction& ins : m) {
-        auto it = f.path.find(&ins);
-        if (it == f.path.end() || !is_layout_op(ins)) continue;
-        const instruction_ref in = ins.inputs().front();
-        const std::string v = values.value(in, position_of(f.path.at(in)));
-        w.remember_value(&ins, position_of(it->second).key(), v);
+    for (unsigned lane = 0; lane < lanes; ++lane) {
+        std::vector<std::string> lane_axes = axes;
+        const std::string n = w.add("cx_en", static_cast<std::int64_t>(lane));
+        lane_axes[a.n_axis] = lens[a.n_axis] == 1 ? "0" : n;
+        index_expr at = index_expr::from_axes(lens, lane_axes);
+        if (!dense.empty()) {
+            at.dense = w.add(dense, n);
+            for (auto st : index::row_major_strides(lens))
+                at.dense_strides.push_back(static_cast<std::size_t>(st));
+        }
+        positions[lane].emplace(std::vector<instruction_ref>{}, at);
+        const std::string value = "cx_anchor" + std::to_string(lane);
+        w.line("const " + S + " " + value + " = cx_narrow<" + S + ">(v" +
+               (lanes == 1 ? "" : "[" + std::to_string(lane) + "]") + ");");
+        w.remember_value(anchor, at.key(), value);
+        for (const instruction& ins : m) {
+            auto found = f.path.find(&ins);
+            if (found == f.path.end() || !is_layout_op(ins)) continue;
+            const instruction_ref in = ins.inputs().front();
+            const std::string v = values.value(in, position_of(lane, f.path.at(in)));
+            w.remember_value(&ins, position_of(lane, found->second).key(), v);
+        }
     }
     for (std::size_t r = 0; r < returns.size(); ++r) {
-        const index_expr& pos = position_of(f.path.at(returns[r]));
-        const std::string v = values.value(returns[r], pos);
-        w.line("out" + std::to_string(r) + "[" + w.offset(pos, e.outputs[r]) + "] = " + v + ";");
+        const auto& path = f.path.at(returns[r]);
+        const shape& out = e.outputs[r];
+        const std::string o = "out" + std::to_string(r);
+        if (lanes > 1 && stores_vectors(p, lens, path, out, lanes)) {
+            const std::size_t bytes = lanes * size_of(out.type());
+            const std::string u = w.fresh("cx_pack");
+            w.line("union { " + std::string(vector_type(bytes)) + " u; " +
+                   storage_type(out.type()) + " s[" + std::to_string(lanes) + "]; } " + u + ";");
+            for (unsigned lane = 0; lane < lanes; ++lane)
+                w.line(u + ".s[" + std::to_string(lane) +
+                       "] = " + values.value(returns[r], position_of(lane, path)) + ";");
+            w.line("*reinterpret_cast<" + std::string(vector_type(bytes)) + "*>(&" + o + "[" +
+                   w.offset(position_of(0, path), out) + "]) = " + u + ".u;");
+            continue;
+        }
+        for (unsigned lane = 0; lane < lanes; ++lane) {
+            const index_expr& pos = position_of(lane, path);
+            const std::string v = values.value(returns[r], pos);
+            w.line(o + "[" + w.offset(pos, out) + "] = " + v + ";");
+        }
     }
 
-    gemm_epilogue g;
     std::string signature;
+    for (std::size_t i = 0; i < e.inputs.size(); ++i)
+        if (i != e.anchor_slot)
+            signature += ", const " + storage_type(e.inputs[i].type()) + "* __restrict__ in" +
+                         std::to_string(i);
+    for (std::size_t r = 0; r < e.outputs.size(); ++r)
+        signature +=
+            ", " + storage_type(e.outputs[r].type()) + "* __restrict__ out" + std::to_string(r);
+    *globals += values.globals();
+    const std::string acc = gemm_accumulator_type(p.type);
+    // The anchor's slot has no pointer: its value comes in v, and a load of it would not
+    // compile, so a position the analysis missed cannot read garbage.
+    return "__device__ __forceinline__ void " + name + "(" +
+           (lanes == 1 ? acc + " v" : "const " + acc + "* v") +
+           ", long long b, long long m, long long n" + signature + ") {\n" + w.body() + "}\n";
+}
+
+} // namespace
+
+gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
+    const epilogue_shape shape_info = analyse_epilogue(p, e);
+    CONFLUX_ASSERT(shape_info.unsupported.empty(), "fused_epilogue: ", shape_info.unsupported);
+    gemm_epilogue g;
     for (std::size_t i = 0; i < e.inputs.size(); ++i) {
         if (i == e.anchor_slot) continue;
-        const std::string type = "const " + storage_type(e.inputs[i].type()) + "* __restrict__ ";
-        g.parameters.push_back(type + "cx_epi_in" + std::to_string(i));
+        g.parameters.push_back("const " + storage_type(e.inputs[i].type()) +
+                               "* __restrict__ cx_epi_in" + std::to_string(i));
         g.arguments.push_back("cx_epi_in" + std::to_string(i));
-        signature += ", " + type + "in" + std::to_string(i);
     }
     g.inputs = g.parameters.size();
     for (std::size_t r = 0; r < e.outputs.size(); ++r) {
-        const std::string type = storage_type(e.outputs[r].type()) + "* __restrict__ ";
-        g.parameters.push_back(type + "cx_epi_out" + std::to_string(r));
+        g.parameters.push_back(storage_type(e.outputs[r].type()) + "* __restrict__ cx_epi_out" +
+                               std::to_string(r));
         g.arguments.push_back("cx_epi_out" + std::to_string(r));
-        signature += ", " + type + "out" + std::to_string(r);
     }
-    // The anchor's slot has no pointer: its value is cx_anchor, and a load of it would not
-    // compile, so a position the analysis missed cannot read garbage.
-    g.code = "#include \"conflux/math.cuh\"\n\n" + values.globals() +
-             "__device__ __forceinline__ void cx_epilogue(" + gemm_accumulator_type(p.type) +
-             " v, long long b, long long m, long long n" + signature + ") {\n" + w.body() + "}\n";
+    std::string globals;
+    const std::string scalar = epilogue_function(p, e, 1, &globals);
+    std::string vector;
+    if (shape_info.walk == store_walk::n_major && shape_info.lanes > 1) {
+        vector = epilogue_function(p, e, shape_info.lanes, &globals);
+        g.lanes = shape_info.lanes;
+    }
+    g.code = "#include \"conflux/math.cuh\"\n\n" + globals + scalar + vector;
     g.walk = shape_info.walk;
     g.walk_required = shape_info.walk_required;
     return g;
+}
+
+gemm_epilogue default_epilogue(const gemm_problem& p, const shape& output) {
+    // The one-return module: the anchor's value stored through the output's strides.
+    program holder;
+    module& m = holder.main();
+    const shape anchor{output.type(), output.lens()};
+    m.add_return({m.add_parameter("anchor", anchor)});
+    return fused_epilogue(p, epilogue_module{&m, 0, {anchor}, {output}});
 }
 
 } // namespace conflux::cuda

@@ -47,6 +47,7 @@ struct epilogue_shape {
     std::string unsupported;
     store_walk walk = store_walk::n_major;
     bool walk_required = false; // an output's fastest axis is m: only a staged walk coalesces
+    unsigned lanes = 1;         // n_major: elements per thread step (16 bytes of the anchor)
 };
 epilogue_shape analyse_epilogue(const gemm_problem& p, const epilogue_module& e);
 

@@ -71,14 +71,23 @@ std::string batch_offset(const gemm_problem& p, const gemm_operand& o, const std
 }
 
 // How the anchor's (z, m, n) become the epilogue's (b, m, n).
-std::string epilogue_call(const gemm_problem& p, const gemm_epilogue& e) {
+std::string epilogue_call(const gemm_problem& p, const gemm_epilogue& e,
+                          const std::string& function = "cx_epilogue") {
     std::string args;
     for (const auto& a : e.arguments)
         args += ", " + a;
     if (p.family == gemm_family::convolution)
-        return "cx_epilogue($V, 0LL, (long long)($M), (long long)cx_z * " +
+        return function + "($V, 0LL, (long long)($M), (long long)cx_z * " +
                lit(p.conv->group_filters) + " + (long long)($N)" + args + ");";
-    return "cx_epilogue($V, (long long)cx_z, (long long)($M), (long long)($N)" + args + ");";
+    return function + "($V, (long long)cx_z, (long long)($M), (long long)($N)" + args + ");";
+}
+
+std::string substitute(std::string call, const std::string& v, const std::string& m,
+                       const std::string& n) {
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"$V", v}, {"$M", m}, {"$N", n}})
+        call.replace(call.find(from), from.size(), to);
+    return call;
 }
 
 std::string join_parameters(const std::vector<std::string>& ps) {
@@ -268,23 +277,40 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     }
     s += compute.store;
     if (staged) {
-        const std::size_t tile = std::size_t(c.tile_m) * c.tile_n;
         const bool by_n = walk == store_walk::n_major;
-        const std::string fast = by_n ? lit(std::size_t(c.tile_n)) : lit(std::size_t(c.tile_m));
+        // A thread takes `lanes` consecutive staged elements of one row at a time (an n_major
+        // walk whose epilogue has cx_epilogue_vec), else one.
+        const unsigned lanes =
+            by_n && epilogue.lanes > 1 && c.tile_n % epilogue.lanes == 0 ? epilogue.lanes : 1;
+        const std::size_t steps = std::size_t(c.tile_m) * c.tile_n / lanes;
+        const std::string fast =
+            lit(std::size_t(by_n ? c.tile_n / lanes : c.tile_m)); // steps per staged row
         s += in + "__syncthreads();\n";
-        s += in + "for (int cx_e = cx_tid; cx_e < " + lit(tile) +
+        s += in + "for (int cx_e = cx_tid; cx_e < " + lit(steps) +
              "; cx_e += " + std::to_string(plan->threads) + ") {\n";
-        s += in + "    const int cx_fast = cx_e % " + fast + ", cx_slow = cx_e / " + fast + ";\n";
+        s += in + "    const int cx_fast = cx_e % " + fast + " * " + std::to_string(lanes) +
+             ", cx_slow = cx_e / " + fast + ";\n";
         s += in + "    const cx_offset m = cx_m0 + " + (by_n ? "cx_slow" : "cx_fast") + ";\n";
         s += in + "    const cx_offset n = cx_n0 + " + (by_n ? "cx_fast" : "cx_slow") + ";\n";
-        std::string call = epilogue_call(p, epilogue);
-        for (const auto& [from, to] : {std::pair<std::string, std::string>{
-                                           "$V", "cx_load(&cx_stage[cx_slow * " +
-                                                     std::to_string(stage_cols) + " + cx_fast])"},
-                                       {"$M", "m"},
-                                       {"$N", "n"}})
-            call.replace(call.find(from), from.size(), to);
-        s += in + "    if (m < " + lit(p.m) + " && n < " + lit(p.n) + ") " + call + "\n";
+        const std::string at = "cx_stage[cx_slow * " + std::to_string(stage_cols) + " + cx_fast]";
+        // N is a multiple of lanes, so a chunk that starts inside the matrix ends inside it.
+        s += in + "    if (m < " + lit(p.m) + " && n < " + lit(p.n) + ") {\n";
+        if (lanes == 1) {
+            s += in + "        " +
+                 substitute(epilogue_call(p, epilogue), "cx_load(&" + at + ")", "m", "n") + "\n";
+        } else {
+            // One 16-byte shared-memory read (rows are padded by 16 bytes, chunks aligned).
+            s += in + "        union { uint4 u; " + S + " s[" + std::to_string(lanes) +
+                 "]; } cx_chunk;\n";
+            s += in + "        cx_chunk.u = *reinterpret_cast<const uint4*>(&" + at + ");\n";
+            s += in + "        " + ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n";
+            s += in + "        #pragma unroll\n";
+            s += in + "        for (int cx_l = 0; cx_l < " + std::to_string(lanes) +
+                 "; ++cx_l) cx_v[cx_l] = cx_load(&cx_chunk.s[cx_l]);\n";
+            s += in + "        " +
+                 substitute(epilogue_call(p, epilogue, "cx_epilogue_vec"), "cx_v", "m", "n") + "\n";
+        }
+        s += in + "    }\n";
         s += in + "}\n";
     }
     s += "}\n";
@@ -322,63 +348,12 @@ kernel_source generate_split_k_finish_kernel(const gemm_problem& p, const perf_c
         s += in + "const long long cx_z = e / " + lit64(p.m * p.n) + ";\n";
         s += in + "const long long m = e / " + lit64(p.n) + " % " + lit64(p.m) + ";\n";
         s += in + "const long long n = e % " + lit64(p.n) + ";\n";
-        std::string call = epilogue_call(p, epilogue);
-        for (const auto& [from, to] :
-             {std::pair<std::string, std::string>{"$V", "v"}, {"$M", "m"}, {"$N", "n"}})
-            call.replace(call.find(from), from.size(), to);
-        s += in + call + "\n";
+        s += in + substitute(epilogue_call(p, epilogue), "v", "m", "n") + "\n";
     }
     s += "}\n";
     k.launch.grid = {unsigned((total + 255) / 256), 1, 1};
     k.launch.block = {256, 1, 1};
     return k;
-}
-
-gemm_epilogue default_epilogue(const gemm_problem& p, const shape& output) {
-    const std::string acc = gemm_accumulator_type(p.type);
-    // Output axes in the problem's order: dot [batch..., M, N]; convolution channels last.
-    dims lens = output.lens(), strides = output.strides();
-    if (p.conv && !p.conv->channels_last) {
-        const std::size_t rank = lens.size();
-        dims l{lens[0]}, st{strides[0]};
-        for (std::size_t i = 2; i < rank; ++i) {
-            l.push_back(lens[i]);
-            st.push_back(strides[i]);
-        }
-        l.push_back(lens[1]);
-        st.push_back(strides[1]);
-        lens = l;
-        strides = st;
-    }
-    const std::size_t rank = lens.size();
-    // dot: b over the batch axes, then m, n; convolution: m over [N, out spatial...], then n.
-    const std::size_t m_axes = p.family == gemm_family::dot ? rank - 2 : 0;
-    auto decompose = [&](const std::string& var, std::size_t first, std::size_t last) {
-        std::string code, rest = var;
-        for (std::size_t d = last; d-- > first;) {
-            const std::string idx = d == first ? rest : "(" + rest + " % " + lit(lens[d]) + "LL)";
-            if (lens[d] > 1 && strides[d] != 0) code += " + " + idx + " * " + lit64(strides[d]);
-            rest = "(" + rest + " / " + lit(lens[d]) + "LL)";
-        }
-        return code;
-    };
-    std::string off = "0";
-    if (p.family == gemm_family::dot) {
-        off += decompose("b", 0, m_axes);
-        off += " + m * " + lit64(strides[rank - 2]) + " + n * " + lit64(strides[rank - 1]);
-    } else {
-        off += decompose("m", 0, rank - 1);
-        off += " + n * " + lit64(strides[rank - 1]);
-    }
-    gemm_epilogue e;
-    // Coalesced stores when the output's fastest axis is n (NHWC, row-major products).
-    if (strides[rank - 1] == 1 && lens[rank - 1] > 1) e.walk = store_walk::n_major;
-    e.parameters = {storage_type(output.type()) + "* __restrict__ out0"};
-    e.arguments = {"out0"};
-    e.code = "__device__ __forceinline__ void cx_epilogue(" + acc +
-             " v, long long b, long long m, long long n, " + e.parameters[0] + ") {\n" +
-             "    cx_store(out0 + (" + off + "), v);\n}\n";
-    return e;
 }
 
 } // namespace conflux::cuda

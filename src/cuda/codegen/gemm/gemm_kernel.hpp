@@ -73,6 +73,11 @@ struct gemm_epilogue {
     // back to direct unless `walk_required` (can_fuse has checked that it fits).
     store_walk walk = store_walk::direct;
     bool walk_required = false;
+    // lanes > 1 (n_major walks only): `code` also defines
+    //   cx_epilogue_vec(const ACC* v, long long b, long long m, long long n, <parameters>)
+    // for the elements n .. n + lanes - 1 of row m (n a multiple of lanes, N too), so a thread
+    // reads one 16-byte chunk of the staged tile and the index arithmetic is shared.
+    unsigned lanes = 1;
 };
 
 // The shared memory a staged walk parks the block's accumulators in (0 for direct). The kernel
@@ -84,7 +89,9 @@ std::string gemm_accumulator_type(dtype input);
 
 // Stores v, converted with cx_store, at the output's (b, m, n) through its lens and strides.
 // output: the anchor's output shape as the op has it (NCHW order for a convolution that is not
-// channels_last), any strides. Parameter: "<storage type>* __restrict__ out0".
+// channels_last), any strides. Parameter: "<storage type>* __restrict__ cx_epi_out0".
+// (Defined in fused_epilogue.cpp: it is the fused epilogue of the module that returns the
+// anchor.)
 gemm_epilogue default_epilogue(const gemm_problem& p, const shape& output);
 
 // Whether the kernel of c calls the epilogue itself (false for split-K: the finish kernel does,
