@@ -323,6 +323,9 @@ int run(int argc, char** argv) {
 
     cuda::compile_options base;
     base.arch = arch;
+    // The bench times the heuristic's choice and the top-K itself.
+    base.tune = cuda::tune_mode::none;
+    base.use_problem_cache = false;
     if (!kernel_cache.empty()) base.kernel_cache_dir = kernel_cache;
     base.warn = [](const std::string& w) { std::cerr << "warning: " << w << "\n"; };
 

@@ -2,9 +2,10 @@
 """Writes a ResNet-50-shaped ONNX model (torchvision's v1.5 layout: stride on the 3x3 conv of
 each bottleneck) with seeded random weights, for the memory-plan check and benchmarks.
 
-    python3 bench/make_resnet50.py OUT.onnx [--batch N] [--size 224]
+    python3 bench/make_resnet50.py OUT.onnx [--batch N] [--size 224] [--fp16]
 
-The batch axis is symbolic ("batch") unless --batch is given. Needs numpy and onnx only.
+The batch axis is symbolic ("batch") unless --batch is given; --fp16 makes every weight, the
+input and the output float16. Needs numpy and onnx only.
 """
 import argparse
 
@@ -70,6 +71,7 @@ def main():
     ap.add_argument("--batch", type=int)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fp16", action="store_true")
     args = ap.parse_args()
 
     b = Builder(args.seed)
@@ -91,10 +93,14 @@ def main():
     b.nodes.append(helper.make_node("Gemm", [f, fc_w, fc_b], ["logits"], transB=1))
 
     batch = args.batch if args.batch else "batch"
+    elem = TensorProto.FLOAT16 if args.fp16 else TensorProto.FLOAT
+    if args.fp16:
+        b.inits = [numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name)
+                   for t in b.inits]
     graph = helper.make_graph(
         b.nodes, "resnet50",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, args.size, args.size])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, 1000])],
+        [helper.make_tensor_value_info("input", elem, [batch, 3, args.size, args.size])],
+        [helper.make_tensor_value_info("logits", elem, [batch, 1000])],
         b.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                               producer_name="conflux bench/make_resnet50.py")

@@ -189,6 +189,10 @@ std::optional<verdict> run_data_set(const test_case& test, const model_signature
         if (run.target == "cuda") {
             cuda::compile_options copts;
             copts.compile_threads = 1; // tests already run in parallel
+            // Correctness, not speed: the heuristic's configs, nothing read from or written to
+            // the user's problem cache.
+            copts.tune = cuda::tune_mode::none;
+            copts.use_problem_cache = false;
             // The backend tests hold f32 results to rtol 1e-3 per element; TF32 (the default)
             // is a documented, tolerance-checked deviation, so conformance runs exact fp32.
             copts.exact_fp32 = true;

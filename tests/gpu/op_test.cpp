@@ -73,7 +73,11 @@ void check_case(const std::string& label, const builder& build, unsigned seed = 
     case_result row{label, false, ""};
     try {
         const auto want = ref::evaluate(reference, params);
-        auto compiled = cuda::compile(std::move(compiled_source));
+        // Correctness of the generated kernels, not tuning: the heuristic's configs.
+        cuda::compile_options o;
+        o.tune = cuda::tune_mode::none;
+        o.use_problem_cache = false;
+        auto compiled = cuda::compile(std::move(compiled_source), o);
         const auto got = compiled.run(params, {.poison = true, .sync_each_step = true});
         ASSERT_EQ(got.size(), want.size()) << label;
         row.passed = true;
@@ -315,6 +319,8 @@ TEST(CudaFusedGemmMatrix, EveryPatternDtypeAndConfigMatchesTheReference) {
             const auto want = ref::evaluate(reference, params);
             cuda::compile_options o;
             o.compile_threads = 1;
+            o.tune = cuda::tune_mode::none;
+            o.use_problem_cache = false;
             std::vector<std::string> configs{""};
             try {
                 configs = cuda::compile(build(), o).anchor_candidates().at(0);

@@ -44,6 +44,8 @@ TEST(CudaFusedGemmMatrix, EveryPatternTimesEveryCandidateConfigCompilesForSm90) 
                 program p;
                 patterns[i].build(p.main(), dtype::f16);
                 cuda::compile_options o;
+                o.tune = cuda::tune_mode::none;
+                o.use_problem_cache = false;
                 o.arch = "sm_90";
                 o.kernel_cache_dir = cache;
                 o.compile_threads = 1;

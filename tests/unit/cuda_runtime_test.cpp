@@ -172,6 +172,7 @@ compiled_program compile_relu() {
     compile_options options;
     options.arch = "sm_90";
     options.use_kernel_cache = false;
+    options.use_problem_cache = false;
     return compile(std::move(p), options);
 }
 

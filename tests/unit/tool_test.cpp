@@ -41,11 +41,13 @@ protected:
     }
     void TearDown() override { fs::remove_all(dir_); }
 
-    tool_result run(const std::string& args) const {
+    // env: NAME='VALUE' assignments for the child only (the test's own environment is never
+    // changed).
+    tool_result run(const std::string& args, const std::string& env = "") const {
         auto out = dir_ / "stdout.txt";
         auto err = dir_ / "stderr.txt";
-        std::string cmd = std::string("'") + CONFLUX_TOOL + "' " + args + " >'" + out.string() +
-                          "' 2>'" + err.string() + "'";
+        std::string cmd = env + " '" + CONFLUX_TOOL + "' " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "'";
         int status = std::system(cmd.c_str());
         tool_result r;
         r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -64,7 +66,7 @@ protected:
 } // namespace
 
 TEST_F(tool, help_works_on_every_command) {
-    for (const char* args : {"--help", "read --help", "run --help"}) {
+    for (const char* args : {"--help", "read --help", "run --help", "cache --help"}) {
         auto r = run(args);
         EXPECT_EQ(r.exit_code, 0) << args;
         EXPECT_NE(r.out.find("Usage:"), std::string::npos) << args;
@@ -115,6 +117,21 @@ TEST_F(tool, cuda_compile_needs_no_gpu_and_prints_kernels_and_the_memory_plan) {
     auto second = run("compile " + example() + " --target cuda --arch sm_90 " + cache);
     ASSERT_EQ(second.exit_code, 0) << second.err;
     EXPECT_EQ(second.out.find("(0 from the kernel cache)"), std::string::npos) << second.out;
+}
+
+TEST_F(tool, problem_keys_are_the_same_in_every_process) {
+    auto key_of = [&] {
+        auto r = run("compile " + example() + " --target cuda --trace-compile --tune none " +
+                     "--problem-cache '" + (dir_ / "problems.sqlite").string() + "'");
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        const auto at = r.out.find(": key ");
+        EXPECT_NE(at, std::string::npos) << r.out;
+        return at == std::string::npos ? std::string()
+                                       : r.out.substr(at, r.out.find('\n', at) - at);
+    };
+    const std::string first = key_of();
+    EXPECT_FALSE(first.empty());
+    EXPECT_EQ(key_of(), first);
 }
 
 TEST_F(tool, trace_compile_names_problem_config_and_split) {
@@ -223,4 +240,66 @@ TEST_F(tool, run_writes_outputs_that_read_back) {
     EXPECT_EQ(y.get_shape().lens(), (dims{1, 256, 8}));
     for (float v : to_vector<float>(y))
         EXPECT_GE(v, 0.0f); // after relu
+}
+
+TEST_F(tool, cache_commands_list_export_import_and_clear_the_problem_cache) {
+    const auto store = dir_ / "problems.sqlite";
+    const std::string option = " --problem-cache '" + store.string() + "'";
+    auto r = run("cache path" + option);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, store.string() + "\n");
+    r = run("cache path", "CONFLUX_PROBLEM_CACHE='" + (dir_ / "from_env.sqlite").string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, (dir_ / "from_env.sqlite").string() + "\n");
+
+    const auto in = dir_ / "in.json";
+    std::ofstream(in) << R"({"conflux_problem_cache": 1, "entries": [
+        {"slot": "conv a", "key": "conv a | sm_90/132 | gemm-5", "device": "sm_90/132",
+         "generator_version": "gemm-5", "config": "128x128x32_w2x2_s3_k1", "time_ms": 0.5},
+        {"slot": "dot b", "key": "dot b | sm_90/132 | gemm-5", "device": "sm_90/132",
+         "generator_version": "gemm-5", "config": "64x64x32_w2x2_s3_k1", "time_ms": 0}]})";
+    r = run("cache import '" + in.string() + "'" + option);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("imported 2 entries"), std::string::npos) << r.out;
+
+    r = run("cache list" + option);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("128x128x32_w2x2_s3_k1  0.5 ms"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("conv a | sm_90/132 | gemm-5"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("2 entries"), std::string::npos) << r.out;
+
+    const auto out = dir_ / "out.json";
+    r = run("cache export '" + out.string() + "'" + option);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(slurp(out).find("64x64x32_w2x2_s3_k1"), std::string::npos);
+
+    r = run("cache clear" + option);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("removed 2 entries"), std::string::npos) << r.out;
+    r = run("cache list" + option);
+    EXPECT_NE(r.out.find("0 entries"), std::string::npos) << r.out;
+    // What was exported comes back.
+    r = run("cache import '" + out.string() + "'" + option);
+    EXPECT_NE(r.out.find("imported 2 entries"), std::string::npos) << r.out;
+}
+
+TEST_F(tool, cache_import_of_a_bad_file_is_a_user_error) {
+    const std::string option = " --problem-cache '" + (dir_ / "problems.sqlite").string() + "'";
+    std::ofstream(dir_ / "bad.json") << "{\"entries\": []}";
+    auto r = run("cache import '" + (dir_ / "bad.json").string() + "'" + option);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("conflux: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, cache_warns_about_a_bad_store_and_goes_on) {
+    const auto store = dir_ / "problems.sqlite";
+    std::ofstream(store) << "this is not a database, but it is long enough to look like one......"
+                            "................................................................";
+    auto r = run("cache list --problem-cache '" + store.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: problem cache " + store.string() + " is not a valid"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.out.find("0 entries"), std::string::npos) << r.out;
 }

@@ -17,5 +17,7 @@ command add_read_command(CLI::App& app);
 command add_run_command(CLI::App& app);
 command add_compile_command(CLI::App& app);
 command add_verify_command(CLI::App& app);
+command add_cache_command(CLI::App& app);
+command add_perf_command(CLI::App& app);
 
 } // namespace conflux::tool

@@ -46,6 +46,7 @@ int compile(const compile_options& options) {
         }
         cuda::compiled_program compiled =
             cuda::compile(std::move(p), to_cuda_options(options.target, std::cerr));
+        print_tuning_summary(options.target, compiled, std::cerr);
         print_compile_trace(options.target, compiled, std::cout);
         compiled.print(std::cout);
         const auto& st = compiled.stats();

@@ -29,23 +29,6 @@ argument load_tensor(const std::string& path) {
                      "': unknown extension (expected .npy or .pb, an ONNX TensorProto)");
 }
 
-argument random_argument(const shape& s, std::mt19937_64& rng) {
-    shape standard = s.as_standard();
-    std::size_t n = standard.elements();
-    if (is_floating(s.type())) {
-        std::uniform_real_distribution<double> dist(-1.0, 1.0);
-        std::vector<double> v(n);
-        for (auto& x : v)
-            x = dist(rng);
-        return from_vector<double>(s.type(), s.lens(), v);
-    }
-    std::vector<std::int64_t> v(n);
-    std::uniform_int_distribution<std::int64_t> dist(0, s.type() == dtype::boolean ? 1 : 3);
-    for (auto& x : v)
-        x = dist(rng);
-    return from_vector<std::int64_t>(s.type(), s.lens(), v);
-}
-
 namespace {
 
 std::string describe_parameters(const std::vector<instruction_ref>& params) {

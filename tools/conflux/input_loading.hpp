@@ -4,8 +4,10 @@
 
 #include "conflux/ref/evaluate.hpp"
 
+#include "conflux/util/random_argument.hpp"
 #include <cstdint>
 #include <iosfwd>
+
 #include <random>
 #include <string>
 #include <vector>
@@ -22,10 +24,6 @@ std::vector<input_file> parse_input_files(const std::vector<std::string>& specs)
 
 // Reads a tensor by the file's extension: .npy, or .pb (a serialized ONNX TensorProto).
 argument load_tensor(const std::string& path);
-
-// Random values of shape s: floats uniform in [-1, 1], integers in [0, 3] (small enough to be a
-// valid index along most axes), bools fair coin flips.
-argument random_argument(const shape& s, std::mt19937_64& rng);
 
 // Every parameter of `m` bound: from `files` where given, else random (seeded by `seed`, said on
 // `notes`). Names not among the parameters, duplicates and dtype/lens mismatches are

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "conflux 0.1.0");
 
     std::vector<command> commands{add_read_command(app), add_compile_command(app),
-                                  add_run_command(app), add_verify_command(app)};
+                                  add_run_command(app),  add_verify_command(app),
+                                  add_perf_command(app), add_cache_command(app)};
 
     try {
         app.parse(argc, argv);

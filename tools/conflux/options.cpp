@@ -1,8 +1,13 @@
 #include "options.hpp"
 
+#include "conflux/cuda/problem_cache.hpp"
+
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
+#include <iomanip>
 #include <ostream>
+#include <unistd.h>
 
 namespace conflux::tool {
 
@@ -102,8 +107,17 @@ void add_target_options(CLI::App& command, target_options& options) {
                      "f32 convolutions and matrix products in exact fp32 instead of TF32 "
                      "tensor cores");
     command.add_flag("--trace-compile", options.trace_compile,
-                     "Print, per fused gemm op, its problem, perf config and whether it runs "
-                     "fused or split (2-way/3-way) and why");
+                     "Print, per fused gemm op, its problem key, perf config (and where it came "
+                     "from) and whether it runs fused or split (2-way/3-way) and why");
+    command
+        .add_option("--tune", options.tune,
+                    "How gemm perf configs are chosen when the problem cache has none: quick "
+                    "(time the heuristic's best few on the GPU), exhaustive (time every "
+                    "candidate) or none (the heuristic's first); none without a GPU")
+        ->check(CLI::IsMember({"none", "quick", "exhaustive"}))
+        ->capture_default_str();
+    add_problem_cache_option(command, options.problem_cache);
+    command.add_flag("--quiet", options.quiet, "No tuning progress or summary");
 }
 
 std::string resolve_target(const target_options& options, std::ostream& notes) {
@@ -122,7 +136,48 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
     c.exact_fp32 = options.exact_fp32;
     if (!options.kernel_cache.empty()) c.kernel_cache_dir = options.kernel_cache;
     c.warn = [&notes](const std::string& message) { notes << "warning: " << message << "\n"; };
+    c.tune = options.tune == "none"         ? cuda::tune_mode::none
+             : options.tune == "exhaustive" ? cuda::tune_mode::exhaustive
+                                            : cuda::tune_mode::quick;
+    if (!options.problem_cache.empty()) c.problem_cache_path = options.problem_cache;
+    if (!options.quiet) {
+        c.note = [&notes](const std::string& message) { notes << "note: " << message << "\n"; };
+        // A live status line on a terminal; elsewhere only the summary after the compile.
+        if (::isatty(::fileno(stderr)) != 0)
+            c.tuning_status = [](const std::string& line, bool done) {
+                std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), done ? "\n" : "");
+                std::fflush(stderr);
+            };
+    }
     return c;
+}
+
+void print_tuning_summary(const target_options& options, const cuda::compiled_program& p,
+                          std::ostream& os) {
+    const cuda::compile_stats& s = p.stats();
+    if (options.quiet || s.problems == 0) return;
+    os << "tuning: " << s.problems << " gemm problem" << (s.problems == 1 ? "" : "s") << ": "
+       << s.tuned << " tuned, " << s.reused << " from the problem cache, " << s.heuristic
+       << " by the heuristic";
+    if (s.disqualified != 0) os << ", " << s.disqualified << " candidates disqualified";
+    os << " (" << std::fixed << std::setprecision(1) << s.tuning_seconds << " s tuning)\n";
+    os << std::defaultfloat;
+}
+
+void add_problem_cache_option(CLI::App& command, std::string& path) {
+    command
+        .add_option("--problem-cache", path,
+                    "File of tuned perf configs (default: $CONFLUX_PROBLEM_CACHE, else "
+                    "~/.cache/conflux/problems.sqlite)")
+        ->type_name("PATH");
+}
+
+std::filesystem::path resolve_problem_cache_path(const std::string& option) {
+    if (!option.empty()) return option;
+    auto path = cuda::default_problem_cache_path();
+    CONFLUX_USER_CHECK(!path.empty(), "no problem cache path: give --problem-cache, or set "
+                                      "CONFLUX_PROBLEM_CACHE, XDG_CACHE_HOME or HOME");
+    return path;
 }
 
 void print_compile_trace(const target_options& options, const cuda::compiled_program& p,

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,13 @@ struct target_options {
     std::string perf_config;
     bool trace_compile = false;
     bool exact_fp32 = false;
+    std::string tune = "quick";
+    std::string problem_cache;
+    bool quiet = false;
 };
 
 // --target auto|ref|cuda, --arch, --kernel-cache, --no-kernel-cache, --perf-config,
-// --trace-compile.
+// --exact-fp32, --trace-compile, --tune, --problem-cache, --quiet.
 void add_target_options(CLI::App& command, target_options& options);
 
 // "cuda" or "ref": auto is cuda when a GPU is usable, else ref (said on `notes`).
@@ -55,8 +59,20 @@ std::string resolve_target(const target_options& options, std::ostream& notes);
 // The CUDA compile options the flags ask for; warnings go to `notes`.
 cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes);
 
+// Unless --quiet: one line saying where each gemm's config came from (tuned, problem cache,
+// heuristic) and how long tuning took; nothing when the program has no gemm.
+void print_tuning_summary(const target_options& options, const cuda::compiled_program& p,
+                          std::ostream& os);
+
 // With --trace-compile: each fused gemm op's problem, perf config and fused/2-way/3-way.
 void print_compile_trace(const target_options& options, const cuda::compiled_program& p,
                          std::ostream& os);
+
+// --problem-cache PATH: the problem cache file (tuned perf configs).
+void add_problem_cache_option(CLI::App& command, std::string& path);
+
+// The --problem-cache value, else the default (CONFLUX_PROBLEM_CACHE, else the per-user cache
+// directory); a user_error when none of them gives a path.
+std::filesystem::path resolve_problem_cache_path(const std::string& option);
 
 } // namespace conflux::tool

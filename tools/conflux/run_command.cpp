@@ -86,6 +86,7 @@ int run(const run_options& options) {
     if (target == "cuda") {
         cuda::compiled_program compiled =
             cuda::compile(std::move(p), to_cuda_options(options.target, std::cerr));
+        print_tuning_summary(options.target, compiled, std::cerr);
         print_compile_trace(options.target, compiled, std::cerr);
         start = std::chrono::steady_clock::now();
         results = compiled.run(params);

@@ -32,6 +32,7 @@ int verify(const verify_options& options) {
 
     cuda::compiled_program compiled =
         cuda::compile(load_model(options.model), to_cuda_options(options.target, std::cerr));
+    print_tuning_summary(options.target, compiled, std::cerr);
     print_compile_trace(options.target, compiled, std::cout);
     const auto got = compiled.run(params, {.poison = true, .sync_each_step = true});
     const auto want = ref::evaluate(reference, params);

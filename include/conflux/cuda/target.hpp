@@ -17,6 +17,11 @@
 
 namespace conflux::cuda {
 
+// How compile() picks each gemm's perf config when the problem cache has no usable entry:
+// none (the heuristic's first), quick (time the heuristic's best few), exhaustive (time every
+// candidate). Timing needs a GPU; without one, none.
+enum class tune_mode { none, quick, exhaustive };
+
 struct compile_options {
     // "sm_90", ...; empty: the device's architecture, or sm_90 when there is no device.
     std::string arch;
@@ -31,8 +36,17 @@ struct compile_options {
     std::string perf_config;
     // f32 convolutions and matrix products in exact fp32 (FMA) instead of TF32 tensor cores.
     bool exact_fp32 = false;
+    tune_mode tune = tune_mode::quick;
+    // The problem cache (an SQLite file) tuned configs are kept in and reused from. Empty: the
+    // default ($CONFLUX_PROBLEM_CACHE, else the user's cache directory).
+    std::optional<std::filesystem::path> problem_cache_path;
+    bool use_problem_cache = true;
     std::function<void(const std::string&)> warn;                      // warnings for the user
+    std::function<void(const std::string&)> note;                      // notices (e.g. no GPU)
     std::function<void(std::size_t done, std::size_t total)> progress; // kernels compiled
+    // Tuning progress: a status line per step of a problem (`done` false), and one when it is
+    // finished (`done` true).
+    std::function<void(const std::string& line, bool done)> tuning_status;
 };
 
 struct run_options {
@@ -74,6 +88,10 @@ struct compile_stats {
     std::size_t temporary_bytes = 0; // sum of all temporaries (what no reuse would need)
     std::size_t output_bytes = 0;
     double compile_seconds = 0;
+    // Gemm problems (distinct keys): configs reused from the problem cache, tuned on the GPU,
+    // or the heuristic's; candidates disqualified for wrong results; seconds spent tuning.
+    std::size_t problems = 0, reused = 0, tuned = 0, heuristic = 0, disqualified = 0;
+    double tuning_seconds = 0;
 };
 
 class compiled_program {

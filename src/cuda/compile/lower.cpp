@@ -4,6 +4,7 @@
 #include "conflux/ir/split_points.hpp"
 #include "conflux/ops/fused.hpp"
 #include "conflux/ops/views.hpp"
+#include "conflux/util/fnv1a.hpp"
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
@@ -21,15 +22,6 @@ namespace {
 // Generators name their kernel with this, replaced by a name derived from the code's hash so
 // equal kernels get equal names (and the kernel cache hits across compiles).
 constexpr const char* entry_placeholder = "cx_entry_placeholder";
-
-std::uint64_t fnv1a(const std::string& s) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : s) {
-        h ^= c;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
     for (std::size_t pos = s.find(from); pos != std::string::npos;
@@ -140,7 +132,9 @@ private:
         std::size_t anchor_slot = 0;
         std::vector<operand> extra_inputs; // bound to the epilogue's other parameters, in order
         std::vector<operand> outputs;
-        std::string origin; // the fused op's, for the fused kernel's step
+        std::string origin;              // the fused op's, for the fused kernel's step
+        const instruction* op = nullptr; // the fused op and its inputs' shapes, for tuning
+        std::vector<shape> op_inputs;
         bool fused = false;
         std::string reason; // why not, when not
     };
@@ -161,19 +155,32 @@ private:
             if (fusion) fusion->reason = "the generator has no gemm problem for " + op.name();
             return;
         }
-        const perf_config config = choose_config(*problem, origin);
-        last_anchor_ = to_string(*problem) + " config " + to_string(config);
+        std::optional<epilogue_module> e;
         if (fusion) {
-            epilogue_module e{
+            e = epilogue_module{
                 fusion->epilogue, fusion->anchor_slot, {}, shapes_of(fusion->outputs)};
             std::size_t next = 0;
             for (std::size_t i = 0; i < fusion->extra_inputs.size() + 1; ++i)
-                e.inputs.push_back(i == fusion->anchor_slot ? outputs[0].view
-                                                            : fusion->extra_inputs.at(next++).view);
-            if (can_fuse(config, *problem, e, &fusion->reason, options_.limits)) {
+                e->inputs.push_back(i == fusion->anchor_slot
+                                        ? outputs[0].view
+                                        : fusion->extra_inputs.at(next++).view);
+        }
+        const std::vector<module*> no_modules;
+        const std::vector<shape> anchor_inputs = shapes_of(inputs);
+        const anchor_choice context{*problem,
+                                    {},
+                                    fusion ? fusion->op->get_operator() : op,
+                                    fusion ? fusion->op->module_inputs() : no_modules,
+                                    fusion ? fusion->op_inputs : anchor_inputs,
+                                    e ? &*e : nullptr,
+                                    fusion ? fusion->origin : origin};
+        const perf_config config = choose_config(context);
+        last_anchor_ = to_string(*problem) + " config " + to_string(config);
+        if (e) {
+            if (can_fuse(config, *problem, *e, &fusion->reason, options_.limits)) {
                 std::vector<operand> args = inputs;
                 args.insert(args.end(), fusion->extra_inputs.begin(), fusion->extra_inputs.end());
-                add_step(generate_gemm_kernel(*problem, config, fused_epilogue(*problem, e),
+                add_step(generate_gemm_kernel(*problem, config, fused_epilogue(*problem, *e),
                                               entry_placeholder, options_.limits),
                          "gemm_fused", args, fusion->outputs, fusion->origin);
                 fusion->fused = true;
@@ -212,7 +219,9 @@ private:
         return valid(c, problem, why, options_.limits);
     }
 
-    perf_config choose_config(const gemm_problem& problem, const std::string& origin) {
+    perf_config choose_config(const anchor_choice& context) {
+        const gemm_problem& problem = context.problem;
+        const std::string& origin = context.origin;
         auto candidates = candidate_configs(problem, options_.limits);
         if (options_.exact_fp32 && problem.type == dtype::f32) {
             std::erase_if(candidates, [](const perf_config& c) { return !c.simt; });
@@ -223,6 +232,10 @@ private:
                 candidates.push_back(*fallback);
             }
         }
+        std::erase_if(candidates,
+                      [&](const perf_config& c) { return !allowed(c, problem, nullptr); });
+        CONFLUX_ASSERT(!candidates.empty(), origin, ": no valid perf config for ",
+                       to_string(problem));
         out_.anchor_candidates.emplace_back();
         for (const perf_config& c : candidates)
             out_.anchor_candidates.back().push_back(to_string(c));
@@ -235,9 +248,21 @@ private:
             out_.trace.push_back(origin + ": --perf-config " + options_.perf_config +
                                  " is not valid here (" + why + "); using the heuristic");
         }
-        for (const perf_config& c : candidates)
-            if (allowed(c, problem, nullptr)) return c;
-        throw_internal_error(origin, ": no valid perf config for ", to_string(problem));
+        if (options_.choose_config) {
+            const anchor_choice with_candidates{context.problem, candidates,     context.op,
+                                                context.modules, context.inputs, context.epilogue,
+                                                context.origin};
+            std::vector<std::string> lines;
+            auto chosen = options_.choose_config(with_candidates, lines);
+            for (auto& l : lines)
+                out_.trace.push_back(origin + ": " + l);
+            if (chosen) {
+                CONFLUX_ASSERT(allowed(*chosen, problem, &why), origin, ": the chosen config ",
+                               to_string(*chosen), " is not valid: ", why);
+                return *chosen;
+            }
+        }
+        return candidates.front();
     }
 
     // A fused gemm op (DESIGN.md, "Compiling a fused gemm op"): one kernel when the anchor's
@@ -283,6 +308,8 @@ private:
         fusion.epilogue = at_anchor[1].mod;
         fusion.outputs = outputs;
         fusion.origin = origin;
+        fusion.op = &ins;
+        fusion.op_inputs = shapes_of(inputs);
         for (std::size_t i = 0; i < at_anchor[1].inputs.size(); ++i) {
             const split_input& in = at_anchor[1].inputs[i];
             if (in.is_placeholder())
@@ -397,9 +424,8 @@ private:
     std::size_t intern(kernel_source k, const std::string& kind) {
         auto it = interned_.find(k.code);
         if (it != interned_.end()) return it->second;
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(k.code)));
-        const std::string name = "cx_" + identifier(kind) + "_" + std::string(hex, 12);
+        const std::string name =
+            "cx_" + identifier(kind) + "_" + hex_64(fnv1a_64(k.code)).substr(0, 12);
         const std::string original = k.code;
         k.code = replace_all(std::move(k.code), entry_placeholder, name);
         k.entry = name;

@@ -1,5 +1,6 @@
 #include "conflux/cuda/target.hpp"
 
+#include "conflux/cuda/problem_cache.hpp"
 #include "conflux/ir/errors.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
@@ -9,6 +10,7 @@
 #include "cuda/runtime/executable.hpp"
 #include "cuda/runtime/kernel_cache.hpp"
 #include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/tuning/tuner.hpp"
 
 #include <chrono>
 #include <fstream>
@@ -83,10 +85,35 @@ compiled_program compile(program p, const compile_options& options) {
         lopts.limits.shared_per_block = dev.shared_per_block_optin;
         lopts.limits.shared_per_sm = dev.shared_per_sm;
     }
-    d.lowered = lower_program(d.source, lopts);
-
     std::optional<kernel_cache> cache;
     if (options.use_kernel_cache) cache.emplace(options.kernel_cache_dir, options.warn);
+    std::optional<problem_cache> problems;
+    const std::filesystem::path problems_path =
+        options.problem_cache_path.value_or(default_problem_cache_path());
+    if (options.use_problem_cache && !problems_path.empty())
+        problems.emplace(problem_cache::open(problems_path, options.warn));
+    tuner_options topts;
+    topts.mode = options.tune;
+    if (topts.mode != tune_mode::none && device_count() == 0) {
+        topts.mode = tune_mode::none;
+        if (options.note)
+            options.note("no CUDA device (" + no_device_reason() +
+                         "): not tuning, configs come from the problem cache or the heuristic");
+    }
+    topts.arch = d.stats.arch;
+    topts.limits = lopts.limits;
+    topts.exact_fp32 = options.exact_fp32;
+    topts.cache = problems ? &*problems : nullptr;
+    topts.kernels = cache ? &*cache : nullptr;
+    topts.compile_threads = options.compile_threads;
+    topts.warn = options.warn;
+    topts.status = options.tuning_status;
+    tuner configs(topts);
+    lopts.choose_config = [&](const anchor_choice& c, std::vector<std::string>& trace) {
+        return configs.choose(c, trace);
+    };
+    d.lowered = lower_program(d.source, lopts);
+
     compile_kernels_options copts;
     copts.arch = d.stats.arch;
     copts.cache = cache ? &*cache : nullptr;
@@ -94,6 +121,13 @@ compiled_program compile(program p, const compile_options& options) {
     copts.progress = options.progress;
     d.binaries = compile_kernels(d.lowered.kernels, copts);
 
+    const tuning_summary& t = configs.summary();
+    d.stats.problems = t.problems;
+    d.stats.reused = t.reused;
+    d.stats.tuned = t.tuned;
+    d.stats.heuristic = t.heuristic;
+    d.stats.disqualified = t.disqualified;
+    d.stats.tuning_seconds = t.seconds;
     d.stats.kernels = d.lowered.kernels.size();
     d.stats.launches = d.lowered.steps.size();
     d.stats.cache_hits = cache ? cache->hits() : 0;

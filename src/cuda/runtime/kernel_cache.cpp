@@ -2,12 +2,12 @@
 
 #include "cuda/runtime/embedded_headers.hpp"
 #include "cuda/runtime/nvrtc_compiler.hpp"
+#include "util/user_cache_dir.hpp"
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <system_error>
@@ -23,12 +23,6 @@ namespace {
 constexpr std::string_view file_magic = "CXKC1";
 constexpr std::string_view key_version = "conflux kernel cache key v1";
 
-std::string hex_64(std::uint64_t v) {
-    char text[17];
-    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
-    return text;
-}
-
 const std::string& headers_digest() {
     static const std::string digest = [] {
         std::string all;
@@ -41,11 +35,6 @@ const std::string& headers_digest() {
         return hex_64(fnv1a_64(all));
     }();
     return digest;
-}
-
-std::string env(const char* name) {
-    const char* value = std::getenv(name);
-    return value ? std::string(value) : std::string{};
 }
 
 void append_u64(std::vector<char>& out, std::uint64_t v) {
@@ -134,22 +123,9 @@ std::optional<std::string> write_atomically(const fs::path& path, const std::vec
 
 } // namespace
 
-std::uint64_t fnv1a_64(std::string_view bytes) {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    for (const char c : bytes) {
-        h ^= static_cast<unsigned char>(c);
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 fs::path default_kernel_cache_dir() {
-    if (const std::string dir = env("CONFLUX_KERNEL_CACHE"); !dir.empty()) return dir;
-    // The XDG spec says a relative XDG_CACHE_HOME is invalid and is to be ignored.
-    if (const fs::path xdg = env("XDG_CACHE_HOME"); !xdg.empty() && xdg.is_absolute())
-        return xdg / "conflux" / "kernels";
-    if (const fs::path home = env("HOME"); !home.empty())
-        return home / ".cache" / "conflux" / "kernels";
+    if (const std::string dir = environment_value("CONFLUX_KERNEL_CACHE"); !dir.empty()) return dir;
+    if (const fs::path base = user_cache_dir(); !base.empty()) return base / "kernels";
     return {};
 }
 

@@ -11,6 +11,7 @@
 // with one warning, and compilation goes on without it.
 #pragma once
 
+#include "conflux/util/fnv1a.hpp"
 #include "cuda/codegen/kernel_source.hpp"
 
 #include <atomic>
@@ -31,9 +32,6 @@ std::filesystem::path default_kernel_cache_dir();
 // The text an entry is keyed by (the device headers enter it as a digest, as they would
 // otherwise be repeated in every file).
 std::string kernel_cache_key(const kernel_source& k, const std::string& arch);
-
-// 64-bit FNV-1a: file names and the cubin checksum; not for anything adversarial.
-std::uint64_t fnv1a_64(std::string_view bytes);
 
 class kernel_cache {
 public:

@@ -1,0 +1,96 @@
+// conflux perf MODEL: compiles for the GPU (tuning per --tune and the problem cache), then times
+// the whole program and each kernel launch with CUDA events after warm-up, on random or given
+// inputs.
+#include "commands.hpp"
+#include "input_loading.hpp"
+#include "options.hpp"
+
+#include "conflux/cuda/target.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+
+namespace conflux::tool {
+
+namespace {
+
+struct perf_options {
+    model_options model;
+    target_options target;
+    input_options input;
+    std::size_t iterations = 50;
+    std::size_t warmup = 10;
+    std::size_t top = 20;
+};
+
+// "gemm_fused" from "cx_gemm_fused_0123456789ab": the kind the lowering named the kernel by.
+std::string kind_of(const std::string& entry) {
+    std::string k = entry.rfind("cx_", 0) == 0 ? entry.substr(3) : entry;
+    const auto last = k.rfind('_');
+    return last == std::string::npos ? k : k.substr(0, last);
+}
+
+int perf(const perf_options& options) {
+    CONFLUX_USER_CHECK(options.target.target != "ref",
+                       "perf times the cuda target; --target ref has no kernels to time");
+    auto files = parse_input_files(options.input.files);
+    program model = load_model(options.model);
+    auto params = bind_inputs(model.main(), files, options.input.seed, std::cerr);
+    cuda::compiled_program compiled =
+        cuda::compile(std::move(model), to_cuda_options(options.target, std::cerr));
+    print_tuning_summary(options.target, compiled, std::cerr);
+    print_compile_trace(options.target, compiled, std::cout);
+    const cuda::profile_result r =
+        compiled.profile(params, cuda::profile_options{options.warmup, options.iterations});
+
+    const auto& st = compiled.stats();
+    std::size_t batch = 1;
+    if (!compiled.parameter_shapes().empty() && !compiled.parameter_shapes()[0].lens().empty())
+        batch = compiled.parameter_shapes()[0].lens()[0];
+    std::printf("latency: median %.4f ms, p90 %.4f ms, p99 %.4f ms (%zu runs after %zu warm-up)\n",
+                r.median_ms, r.p90_ms, r.p99_ms, r.repetitions, options.warmup);
+    std::printf("throughput: %.1f per second at batch %zu\n", 1000.0 * double(batch) / r.median_ms,
+                batch);
+    std::printf("device memory: arena %.1f MB, outputs %.1f MB; %zu kernels, %zu launches\n",
+                double(st.arena_bytes) / 1e6, double(st.output_bytes) / 1e6, st.kernels,
+                st.launches);
+    double total = 0;
+    for (const auto& s : r.steps)
+        total += s.median_ms;
+    std::vector<const cuda::step_profile*> order;
+    for (const auto& s : r.steps)
+        order.push_back(&s);
+    std::stable_sort(order.begin(), order.end(),
+                     [](auto* a, auto* b) { return a->median_ms > b->median_ms; });
+    std::printf("%7s %10s  %-22s %s\n", "share", "ms", "kind", "instruction");
+    for (std::size_t i = 0; i < order.size() && i < options.top; ++i)
+        std::printf("%6.1f%% %10.4f  %-22s %s\n", 100.0 * order[i]->median_ms / total,
+                    order[i]->median_ms, kind_of(order[i]->kernel).c_str(),
+                    order[i]->origin.c_str());
+    if (order.size() > options.top)
+        std::printf("(%zu more launches; -t/--top N shows more)\n", order.size() - options.top);
+    return 0;
+}
+
+} // namespace
+
+command add_perf_command(CLI::App& app) {
+    auto options = std::make_shared<perf_options>();
+    auto* sub = app.add_subcommand(
+        "perf", "Compile for the GPU, then time the program and each kernel (CUDA events)");
+    add_model_options(*sub, options->model);
+    add_target_options(*sub, options->target);
+    add_input_options(*sub, options->input);
+    sub->add_option("-n,--iterations", options->iterations, "Timed runs")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    sub->add_option("--warmup", options->warmup, "Untimed runs first")->capture_default_str();
+    sub->add_option("-t,--top", options->top, "Kernel launches listed, slowest first")
+        ->capture_default_str();
+    return {sub, [options] { return perf(*options); }};
+}
+
+} // namespace conflux::tool
