@@ -24,6 +24,7 @@ struct perf_options {
     std::size_t iterations = 50;
     std::size_t warmup = 10;
     std::size_t top = 20;
+    bool no_graph = false;
 };
 
 // "gemm_fused" from "cx_gemm_fused_0123456789ab": the kind the lowering named the kernel by.
@@ -43,15 +44,18 @@ int perf(const perf_options& options) {
         cuda::compile(std::move(model), to_cuda_options(options.target, std::cerr));
     print_tuning_summary(options.target, compiled, std::cerr);
     print_compile_trace(options.target, compiled, std::cout);
-    const cuda::profile_result r =
-        compiled.profile(params, cuda::profile_options{options.warmup, options.iterations});
+    const cuda::profile_result r = compiled.profile(
+        params, cuda::profile_options{options.warmup, options.iterations, !options.no_graph});
 
     const auto& st = compiled.stats();
     std::size_t batch = 1;
     if (!compiled.parameter_shapes().empty() && !compiled.parameter_shapes()[0].lens().empty())
         batch = compiled.parameter_shapes()[0].lens()[0];
-    std::printf("latency: median %.4f ms, p90 %.4f ms, p99 %.4f ms (%zu runs after %zu warm-up)\n",
-                r.median_ms, r.p90_ms, r.p99_ms, r.repetitions, options.warmup);
+    std::printf("latency: median %.4f ms, p90 %.4f ms, p99 %.4f ms (%zu runs after %zu warm-up, "
+                "%s)\n",
+                r.median_ms, r.p90_ms, r.p99_ms, r.repetitions, options.warmup,
+                r.cuda_graph ? "one CUDA graph per run" : "kernel by kernel");
+    if (r.cuda_graph) std::printf("without the CUDA graph: median %.4f ms\n", r.eager_median_ms);
     std::printf("throughput: %.1f per second at batch %zu\n", 1000.0 * double(batch) / r.median_ms,
                 batch);
     std::printf("device memory: arena %.1f MB, outputs %.1f MB; %zu kernels, %zu launches\n",
@@ -90,6 +94,8 @@ command add_perf_command(CLI::App& app) {
     sub->add_option("--warmup", options->warmup, "Untimed runs first")->capture_default_str();
     sub->add_option("-t,--top", options->top, "Kernel launches listed, slowest first")
         ->capture_default_str();
+    sub->add_flag("--no-cuda-graph", options->no_graph,
+                  "Time runs launched kernel by kernel instead of as one CUDA graph replay");
     return {sub, [options] { return perf(*options); }};
 }
 

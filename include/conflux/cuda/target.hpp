@@ -61,6 +61,9 @@ struct run_options {
 struct profile_options {
     std::size_t warmup = 5;       // untimed runs first (clocks up, caches and TLBs warm)
     std::size_t repetitions = 20; // timed runs; at least one
+    // Time whole runs as replays of one CUDA graph holding every launch (what a deployment
+    // would do: one launch per run instead of one per kernel); false: launch by launch.
+    bool cuda_graph = true;
 };
 
 // One kernel launch of the program, timed on its own.
@@ -74,8 +77,10 @@ struct step_profile {
 // queued back to back) and of each launch, in step order. Percentiles interpolate linearly
 // between the nearest ranks, so with few repetitions p99 is close to the slowest run.
 struct profile_result {
-    double median_ms = 0, p90_ms = 0, p99_ms = 0;
-    std::vector<step_profile> steps;
+    double median_ms = 0, p90_ms = 0, p99_ms = 0; // whole runs (graph replays when cuda_graph)
+    double eager_median_ms = 0;                   // whole runs launched kernel by kernel
+    bool cuda_graph = false;
+    std::vector<step_profile> steps; // timed in the kernel-by-kernel runs
     std::size_t repetitions = 0;
 };
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One device call: torchvision ResNet-50 and a BERT-base-sized transformer encoder (random
+# weights, f16), exported to ONNX here, then per batch size: `conflux perf` (tuned, one CUDA
+# graph per run), PyTorch eager and torch.compile (default mode) in the same call, and Conflux's
+# output checked against PyTorch's on the same input. Build and pack first with
+# `scripts/gpu_suite.sh pack` (carry .gpu). Logs and JSON lines go to $OUT.
+#   bench/models_vs_torch.sh [RESNET_BATCHES [ENCODER_BATCHES]]   defaults "1 32 256" "1 32"
+# TUNE=none|quick|exhaustive (default quick) is passed to conflux; tuning a batch size from cold
+# caches takes about a minute (ResNet-50), so the whole default run needs more than one
+# 10-minute call: give the batch sizes in parts.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+bin=.gpu/bin/conflux
+[ -x $bin ] || { echo "no $bin: run scripts/gpu_suite.sh pack first" >&2; exit 2; }
+resnet_batches=${1:-"1 32 256"}
+encoder_batches=${2:-"1 32"}
+work=$(mktemp -d)
+caches=(--problem-cache "$work/problems.sqlite" --kernel-cache "$work/kernels")
+date -u +"%Y-%m-%d %H:%M UTC"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+python3 bench/torch_models.py export "$work" 2>&1 | tail -3
+
+for model in resnet50 encoder; do
+    [ -f "$work/$model.onnx" ] || { echo "$model: not exported"; continue; }
+    batches=$resnet_batches
+    [ $model = encoder ] && batches=$encoder_batches
+    for b in $batches; do
+        echo "== $model batch $b"
+        python3 bench/torch_models.py time $model "$b" | tee -a "$OUT/torch.jsonl"
+        $bin perf "$work/$model.onnx" --batch "$b" "${caches[@]}" --tune "${TUNE:-quick}" -n 30 -t 5 --quiet \
+            >"$OUT/perf_${model}_$b.txt" 2>&1
+        echo "conflux perf: exit $?"
+        grep -E "^(latency|without|throughput|device)|error" "$OUT/perf_${model}_$b.txt"
+        d="$work/check_${model}_$b"
+        mkdir -p "$d"
+        python3 bench/torch_models.py reference $model "$b" "$d" &&
+            $bin run "$work/$model.onnx" --batch "$b" --input "input=$d/input.npy" \
+                --output-dir "$d/out" "${caches[@]}" --quiet >"$OUT/run_${model}_$b.txt" 2>&1 &&
+            python3 - "$d" <<'PY'
+import sys, glob, numpy as np
+d = sys.argv[1]
+got = np.load(glob.glob(f"{d}/out/*.npy")[0]).astype(np.float64)
+want = np.load(f"{d}/torch.npy").astype(np.float64)
+rel = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+print(f"conflux vs torch output: relative RMS {rel:.3g}, max |diff| {np.abs(got - want).max():.3g}"
+      f" -> {'pass' if rel < 2e-2 else 'FAIL'} (f16 tolerance 2e-2)")
+PY
+        [ $? = 0 ] || { echo "correctness check failed:"; tail -3 "$OUT/run_${model}_$b.txt"; }
+    done
+done
+rm -rf "$work"
