@@ -69,10 +69,11 @@ int perf(const perf_options& options) {
         order.push_back(&s);
     std::stable_sort(order.begin(), order.end(),
                      [](auto* a, auto* b) { return a->median_ms > b->median_ms; });
-    std::printf("%7s %10s  %-22s %s\n", "share", "ms", "kind", "instruction");
+    std::printf("%7s %10s  %-20s %-34s %s\n", "share", "ms", "kind", "gemm", "instruction");
     for (std::size_t i = 0; i < order.size() && i < options.top; ++i)
-        std::printf("%6.1f%% %10.4f  %-22s %s\n", 100.0 * order[i]->median_ms / total,
+        std::printf("%6.1f%% %10.4f  %-20s %-34s %s\n", 100.0 * order[i]->median_ms / total,
                     order[i]->median_ms, kind_of(order[i]->kernel).c_str(),
+                    order[i]->gemm.empty() ? "-" : order[i]->gemm.c_str(),
                     order[i]->origin.c_str());
     if (order.size() > options.top)
         std::printf("(%zu more launches; -t/--top N shows more)\n", order.size() - options.top);

@@ -70,6 +70,7 @@ struct profile_options {
 struct step_profile {
     std::string kernel;   // the kernel's entry name
     std::string origin;   // the instruction it came from, as print() and errors name it
+    std::string gemm;     // for a gemm op's launches: "fused CONFIG", "2-way CONFIG", ...
     double median_ms = 0; // over the timed repetitions
 };
 

@@ -93,7 +93,9 @@ private:
                 values[ins] = lower_fused_gemm(*ins, inputs, origin);
             } else if (op.traits().anchor) {
                 std::vector<operand> outputs{new_buffer(ins->get_shape())};
+                const std::size_t first = out_.steps.size();
                 lower_anchor(op, inputs, outputs, origin);
+                if (fusion_depth_ == 0) annotate(first, "alone " + last_config_);
                 values[ins] = outputs;
             } else {
                 std::vector<shape> out_shapes = result_shapes(*ins);
@@ -152,6 +154,7 @@ private:
             kernel_request req{&op, shapes_of(inputs), {outputs[0].view}, {}, entry_placeholder};
             add_step(generate_in_context(req, origin), op.name(), inputs, outputs, origin);
             last_anchor_ = "direct kernel (no gemm problem for " + op.name() + ")";
+            last_config_ = "direct";
             if (fusion) fusion->reason = "the generator has no gemm problem for " + op.name();
             return;
         }
@@ -176,6 +179,7 @@ private:
                                     fusion ? fusion->origin : origin};
         const perf_config config = choose_config(context);
         last_anchor_ = to_string(*problem) + " config " + to_string(config);
+        last_config_ = to_string(config);
         if (e) {
             if (can_fuse(config, *problem, *e, &fusion->reason, options_.limits)) {
                 std::vector<operand> args = inputs;
@@ -278,9 +282,16 @@ private:
             if (i.get_operator().traits().anchor) anchor = const_cast<instruction*>(&i);
         CONFLUX_ASSERT(anchor != nullptr, origin, ": fused gemm module without an anchor");
         const instruction_ref ret = sm.get_return();
+        const std::size_t first = out_.steps.size();
+        const struct depth_guard {
+            int& d;
+            explicit depth_guard(int& depth) : d(depth) { ++d; }
+            ~depth_guard() { --d; }
+        } nested(fusion_depth_);
         if (ret->inputs().size() == 1 && ret->inputs()[0] == anchor) {
             auto out = lower_module(sm, inputs); // nothing after the anchor
             out_.trace.push_back(origin + ": " + last_anchor_ + " -> fused (no epilogue)");
+            annotate(first, "fused " + last_config_);
             return out;
         }
         auto argument_of = [&](instruction_ref arg) {
@@ -323,8 +334,10 @@ private:
         const std::string anchor_text = last_anchor_;
         if (fusion.fused) {
             out_.trace.push_back(origin + ": " + anchor_text + " -> fused");
+            annotate(first, "fused " + last_config_);
             return outputs;
         }
+        const std::string config_text = last_config_;
 
         const std::vector<instruction_ref> tails = find_tail_splits(sm);
         bool has_tail = false, tail_after_anchor = true;
@@ -369,7 +382,14 @@ private:
             origin + ": " + anchor_text + " -> " +
             (three_way ? "3-way (gemm | pointwise | layout copy)" : "2-way (gemm | pointwise)") +
             ": " + fusion.reason);
+        annotate(first, (three_way ? "3-way " : "2-way ") + config_text);
         return outputs;
+    }
+
+    // Marks the steps from `first` on as one gemm op's, compiled as `how`.
+    void annotate(std::size_t first, const std::string& how) {
+        for (std::size_t i = first; i < out_.steps.size(); ++i)
+            out_.steps[i].gemm = how;
     }
 
     static std::vector<shape> result_shapes(const instruction& ins) {
@@ -481,6 +501,8 @@ private:
     lowering_options options_;
     std::string last_anchor_; // the problem and config of the anchor lowered last, for traces
     pending_fusion* fusion_ = nullptr;
+    std::string last_config_; // the config of the anchor lowered last ("direct" without one)
+    int fusion_depth_ = 0;    // > 0 while lowering a fused gemm op's parts
     lowered_program out_;
     std::map<std::string, std::size_t> interned_;
 };

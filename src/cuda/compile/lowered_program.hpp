@@ -35,6 +35,9 @@ struct kernel_step {
     std::size_t kernel = 0;    // index into lowered_program::kernels
     std::vector<operand> args; // inputs then outputs, as the kernel's parameters
     std::string origin;        // the instruction it came from, for error messages
+    // For a gemm op's steps: how it was compiled, e.g. "fused 128x128x32_w2x2_s3_k1",
+    // "3-way 64x64x32_w2x2_s3_k2"; empty for other steps.
+    std::string gemm;
 };
 
 struct lowered_program {

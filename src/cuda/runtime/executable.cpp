@@ -281,7 +281,7 @@ profile_result executable::profile(const std::map<std::string, argument>& params
             times[r] = elapsed_ms(step_events[e], step_events[e + 1],
                                   "timing kernel " + entry + " for " + step.origin);
         }
-        result.steps.push_back({entry, step.origin, percentile(times, 0.5)});
+        result.steps.push_back({entry, step.origin, step.gemm, percentile(times, 0.5)});
     }
     return result;
 }
