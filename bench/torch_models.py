@@ -56,6 +56,9 @@ def export(out_dir):
 
 
 def timed(fn, x, warmup=10, reps=50):
+    """(per-call ms, queued ms): the median of calls each synchronised on its own (what one
+    request waits, Python launch time included), and the mean of `reps` calls queued back to back
+    between two events (what a stream of requests gets; Conflux's replays are timed queued)."""
     with torch.no_grad():
         for _ in range(warmup):
             fn(x)
@@ -68,7 +71,13 @@ def timed(fn, x, warmup=10, reps=50):
             b.record()
             torch.cuda.synchronize()
             times.append(a.elapsed_time(b))
-    return float(np.median(times))
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            fn(x)
+        b.record()
+        torch.cuda.synchronize()
+    return float(np.median(times)), a.elapsed_time(b) / reps
 
 
 def time_model(name, batch):
@@ -79,13 +88,14 @@ def time_model(name, batch):
         x = x.contiguous(memory_format=torch.channels_last)
     for variant, fn in (("torch_eager", model), ("torch_compile", torch.compile(model))):
         try:
-            ms = timed(fn, x)
+            ms, queued_ms = timed(fn, x)
         except Exception as e:
             print(json.dumps({"model": name, "batch": batch, "variant": variant,
                               "error": f"{type(e).__name__}: {e}"[:300]}))
             continue
         print(json.dumps({"model": name, "batch": batch, "variant": variant, "ms": ms,
-                          "per_s": 1000.0 * batch / ms}), flush=True)
+                          "per_s": 1000.0 * batch / ms, "queued_ms": queued_ms,
+                          "queued_per_s": 1000.0 * batch / queued_ms}), flush=True)
 
 
 def reference(name, batch, out_dir):
