@@ -1,4 +1,5 @@
 #include "conflux/util/output_comparison.hpp"
+#include <algorithm>
 
 #include <cmath>
 
@@ -19,10 +20,13 @@ double verify_tolerance(dtype t) {
     }
 }
 
-output_comparison compare_outputs(const argument& got, const argument& want) {
+output_comparison compare_outputs(const argument& got, const argument& want,
+                                  std::optional<dtype> computed_in) {
     output_comparison c;
     const dtype t = want.get_shape().type();
     c.tolerance = verify_tolerance(t);
+    if (computed_in && is_floating(t))
+        c.tolerance = std::max(c.tolerance, verify_tolerance(*computed_in));
     if (got.get_shape().type() != t || got.get_shape().lens() != want.get_shape().lens()) {
         c.mismatches = want.get_shape().elements();
         return c;

@@ -116,6 +116,11 @@ void add_target_options(CLI::App& command, target_options& options) {
                     "candidate) or none (the heuristic's first); none without a GPU")
         ->check(CLI::IsMember({"none", "quick", "exhaustive"}))
         ->capture_default_str();
+    auto* fp16 = command.add_flag("--fp16", options.fp16,
+                                  "Run an f32 model in f16 (weights converted at compile time, "
+                                  "reductions and softmax in f32; inputs and outputs stay f32)");
+    command.add_flag("--bf16", options.bf16, "Run an f32 model in bf16, as --fp16 does in f16")
+        ->excludes(fp16);
     add_problem_cache_option(command, options.problem_cache);
     command.add_flag("--quiet", options.quiet, "No tuning progress or summary");
 }
@@ -140,6 +145,8 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
              : options.tune == "exhaustive" ? cuda::tune_mode::exhaustive
                                             : cuda::tune_mode::quick;
     if (!options.problem_cache.empty()) c.problem_cache_path = options.problem_cache;
+    if (options.fp16) c.precision = dtype::f16;
+    if (options.bf16) c.precision = dtype::bf16;
     if (!options.quiet) {
         c.note = [&notes](const std::string& message) { notes << "note: " << message << "\n"; };
         // A live status line on a terminal; elsewhere only the summary after the compile.

@@ -44,6 +44,7 @@ struct target_options {
     std::string perf_config;
     bool trace_compile = false;
     bool exact_fp32 = false;
+    bool fp16 = false, bf16 = false;
     std::string tune = "quick";
     std::string problem_cache;
     bool quiet = false;

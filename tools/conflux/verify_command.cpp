@@ -39,11 +39,15 @@ int verify(const verify_options& options) {
     CONFLUX_ASSERT(got.size() == want.size(), "cuda gave ", got.size(), " outputs, ref ",
                    want.size());
 
+    // With --fp16/--bf16 the cuda program computes in 16 bits: judged by that tolerance.
+    const std::optional<dtype> precision = options.target.fp16   ? std::optional(dtype::f16)
+                                           : options.target.bf16 ? std::optional(dtype::bf16)
+                                                                 : std::nullopt;
     bool all = true;
     std::printf("%-24s %-20s %12s %12s %10s  %s\n", "output", "shape", "rel rms", "max |diff|",
                 "tolerance", "result");
     for (std::size_t i = 0; i < want.size(); ++i) {
-        const output_comparison c = compare_outputs(got[i], want[i]);
+        const output_comparison c = compare_outputs(got[i], want[i], precision);
         all = all && c.passed;
         std::string verdict = c.passed ? "pass" : "FAIL";
         if (c.non_finite != 0) verdict += " (" + std::to_string(c.non_finite) + " NaN/Inf)";

@@ -36,6 +36,8 @@ struct compile_options {
     std::string perf_config;
     // f32 convolutions and matrix products in exact fp32 (FMA) instead of TF32 tensor cores.
     bool exact_fp32 = false;
+    // Run an f32 model in f16 or bf16 (reduced_precision pass); inputs and outputs stay f32.
+    std::optional<dtype> precision;
     tune_mode tune = tune_mode::quick;
     // The problem cache (an SQLite file) tuned configs are kept in and reused from. Empty: the
     // default ($CONFLUX_PROBLEM_CACHE, else the user's cache directory).

@@ -2,14 +2,18 @@
 // lowering is read here, in order.
 #pragma once
 
+#include "conflux/ir/dtype.hpp"
 #include "conflux/passes/pass.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace conflux {
 
 // Simplify, NHWC layout, fusion: what every target runs. The reference target runs these under
-// `--optimize` and interprets the result, which checks the passes on any model.
-std::vector<pass> target_independent_passes();
+// `--optimize` and interprets the result, which checks the passes on any model. With
+// `precision` (f16 or bf16: --fp16 / --bf16) the f32 model is converted to it after the first
+// simplify (so batch norms fold in f32 first).
+std::vector<pass> target_independent_passes(std::optional<dtype> precision = std::nullopt);
 
 } // namespace conflux

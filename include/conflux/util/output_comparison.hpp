@@ -3,6 +3,7 @@
 
 #include "conflux/ir/argument.hpp"
 
+#include <optional>
 #include <string>
 
 namespace conflux {
@@ -22,6 +23,9 @@ double verify_tolerance(dtype t);
 
 // Compares element by element in logical order (layouts may differ). NaN/Inf in `got` never
 // pass unless the reference has the same non-finite value at that element.
-output_comparison compare_outputs(const argument& got, const argument& want);
+// `computed_in`: the dtype the values were computed in when it is narrower than the outputs'
+// (a model run with --fp16 keeps f32 outputs); its tolerance applies.
+output_comparison compare_outputs(const argument& got, const argument& want,
+                                  std::optional<dtype> computed_in = std::nullopt);
 
 } // namespace conflux

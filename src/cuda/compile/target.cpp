@@ -74,7 +74,7 @@ compiled_program compile(program p, const compile_options& options) {
     result.impl_ = std::make_unique<compiled_program::impl>();
     auto& d = *result.impl_;
     d.stats.arch = choose_arch(options);
-    run_passes(p.main(), target_independent_passes());
+    run_passes(p.main(), target_independent_passes(options.precision));
     d.source = std::move(p);
     lowering_options lopts;
     lopts.perf_config = options.perf_config;

@@ -1,0 +1,83 @@
+// The reduced_precision pass (--fp16 / --bf16): an f32 model run in 16 bits keeps f32 inputs
+// and outputs, folds its weights to 16 bits, keeps softmax in f32, and its results stay within
+// the 16-bit tolerance of the f32 model's, both evaluated by the reference target.
+#include "conflux/ops/convolution.hpp"
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/reduce.hpp"
+#include "conflux/ops/views.hpp"
+#include "conflux/passes/pass_manager.hpp"
+#include "conflux/passes/pipeline.hpp"
+#include "conflux/ref/evaluate.hpp"
+#include "conflux/util/random_argument.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace conflux {
+namespace {
+
+// conv (literal weights) + bias + relu, then softmax over the channels.
+program model() {
+    program p;
+    module& m = p.main();
+    std::mt19937_64 rng(3);
+    auto x = m.add_parameter("x", shape{dtype::f32, {2, 8, 10, 10}});
+    auto w = m.add_literal(random_argument(shape{dtype::f32, {16, 8, 3, 3}}, rng));
+    auto b = m.add_literal(random_argument(shape{dtype::f32, {1, 16, 1, 1}}, rng));
+    auto c = m.add_instruction(op::convolution{{1, 1, 1, 1}, {1, 1}, {1, 1}, 1, false}, {x, w});
+    auto bb = m.add_instruction(op::broadcast{{2, 16, 10, 10}}, {b});
+    auto r = m.add_instruction(
+        op::make_elementwise(op::elementwise_kind::relu),
+        {m.add_instruction(op::make_elementwise(op::elementwise_kind::add), {c, bb})});
+    m.add_return({r, m.add_instruction(op::softmax{1, false}, {r})});
+    return p;
+}
+
+double relative_rms(const argument& got, const argument& want) {
+    const auto g = to_vector<double>(got), w = to_vector<double>(want);
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        num += (g[i] - w[i]) * (g[i] - w[i]);
+        den += w[i] * w[i];
+    }
+    return std::sqrt(num / den);
+}
+
+class ReducedPrecision : public ::testing::TestWithParam<dtype> {};
+
+TEST_P(ReducedPrecision, StaysWithinTheToleranceOfTheF32Model) {
+    const dtype t = GetParam();
+    program reduced = model();
+    run_passes(reduced.main(), target_independent_passes(t));
+    std::mt19937_64 rng(5);
+    const ref::parameter_map params{{"x", random_argument(shape{dtype::f32, {2, 8, 10, 10}}, rng)}};
+    const auto want = ref::evaluate(model(), params);
+    const auto got = ref::evaluate(reduced, params);
+    ASSERT_EQ(got.size(), want.size());
+    const double tolerance = t == dtype::f16 ? 1e-2 : 2e-2;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].get_shape().type(), dtype::f32) << "output " << i;
+        const double err = relative_rms(got[i], want[i]);
+        EXPECT_LT(err, tolerance) << "output " << i;
+        EXPECT_GT(err, 0.0) << "output " << i << " was not computed in 16 bits";
+    }
+    // The parameter stays f32; the weights became 16-bit constants; softmax reads f32.
+    bool softmax_in_f32 = false, weights_16 = false;
+    for (const instruction& ins : reduced.main()) {
+        if (ins.is_param()) {
+            EXPECT_EQ(ins.get_shape().type(), dtype::f32);
+        }
+        if (ins.name() == "softmax")
+            softmax_in_f32 = ins.inputs().front()->get_shape().type() == dtype::f32;
+        if (ins.is_literal() && ins.get_shape().elements() == 16 * 8 * 9)
+            weights_16 = ins.get_shape().type() == t;
+    }
+    EXPECT_TRUE(softmax_in_f32);
+    EXPECT_TRUE(weights_16);
+}
+
+INSTANTIATE_TEST_SUITE_P(To, ReducedPrecision, ::testing::Values(dtype::f16, dtype::bf16));
+
+} // namespace
+} // namespace conflux
