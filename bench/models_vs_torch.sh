@@ -5,6 +5,7 @@
 # output checked against PyTorch's on the same input. Build and pack first with
 # `scripts/gpu_suite.sh pack` (carry .gpu). Logs and JSON lines go to $OUT.
 #   bench/models_vs_torch.sh [RESNET_BATCHES [ENCODER_BATCHES]]   defaults "1 32 256" "1 32"
+# COMMIT names the record (default: git's HEAD when the tree is a checkout).
 # TUNE=none|quick|exhaustive (default quick) is passed to conflux; tuning a batch size from cold
 # caches takes about a minute (ResNet-50), so the whole default run needs more than one
 # 10-minute call: give the batch sizes in parts.
@@ -52,3 +53,8 @@ PY
     done
 done
 rm -rf "$work"
+# One JSON record of this run (copy it to bench/results/DATE_models.json; bench/compare
+# prints what got worse against the previous one).
+python3 bench/collect_models.py "$OUT" "${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" \
+    "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)" >"$OUT/models.json" &&
+    echo "record: $OUT/models.json"
