@@ -133,6 +133,12 @@ std::string resolve_target(const target_options& options, std::ostream& notes) {
     return "ref";
 }
 
+std::optional<dtype> precision_of(const target_options& options) {
+    if (options.fp16) return dtype::f16;
+    if (options.bf16) return dtype::bf16;
+    return std::nullopt;
+}
+
 cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes) {
     cuda::compile_options c;
     c.arch = options.arch;
@@ -145,8 +151,7 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
              : options.tune == "exhaustive" ? cuda::tune_mode::exhaustive
                                             : cuda::tune_mode::quick;
     if (!options.problem_cache.empty()) c.problem_cache_path = options.problem_cache;
-    if (options.fp16) c.precision = dtype::f16;
-    if (options.bf16) c.precision = dtype::bf16;
+    c.precision = precision_of(options);
     if (!options.quiet) {
         c.note = [&notes](const std::string& message) { notes << "note: " << message << "\n"; };
         // A live status line on a terminal; elsewhere only the summary after the compile.

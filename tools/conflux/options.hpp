@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ void add_target_options(CLI::App& command, target_options& options);
 
 // "cuda" or "ref": auto is cuda when a GPU is usable, else ref (said on `notes`).
 std::string resolve_target(const target_options& options, std::ostream& notes);
+
+// f16 or bf16 for --fp16 / --bf16, else none.
+std::optional<dtype> precision_of(const target_options& options);
 
 // The CUDA compile options the flags ask for; warnings go to `notes`.
 cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes);

@@ -95,9 +95,7 @@ int run(const run_options& options) {
         // The reference target normally interprets the graph as imported; --optimize
         // interprets it after the target-independent passes, which checks the passes on this
         // model. --fp16/--bf16 convert the model first, so the reference shows their effect.
-        const std::optional<dtype> precision = options.target.fp16   ? std::optional(dtype::f16)
-                                               : options.target.bf16 ? std::optional(dtype::bf16)
-                                                                     : std::nullopt;
+        const std::optional<dtype> precision = precision_of(options.target);
         if (options.optimize || precision)
             run_passes(p.main(), target_independent_passes(precision));
         start = std::chrono::steady_clock::now();

@@ -40,9 +40,7 @@ int verify(const verify_options& options) {
                    want.size());
 
     // With --fp16/--bf16 the cuda program computes in 16 bits: judged by that tolerance.
-    const std::optional<dtype> precision = options.target.fp16   ? std::optional(dtype::f16)
-                                           : options.target.bf16 ? std::optional(dtype::bf16)
-                                                                 : std::nullopt;
+    const std::optional<dtype> precision = precision_of(options.target);
     bool all = true;
     std::printf("%-24s %-20s %12s %12s %10s  %s\n", "output", "shape", "rel rms", "max |diff|",
                 "tolerance", "result");

@@ -4,7 +4,6 @@
 #include "conflux/util/fnv1a.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 
-#include <cstdio>
 #include <map>
 
 namespace conflux::cuda {

@@ -8,7 +8,6 @@
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 #include "cuda/runtime/compile_kernels.hpp"
-#include "cuda/runtime/device_info.hpp"
 #include "cuda/runtime/executable.hpp"
 #include "cuda/tuning/problem_key.hpp"
 
@@ -87,7 +86,7 @@ std::optional<perf_config> tuner::choose(const anchor_choice& c, std::vector<std
                                             key.text() + " is not used: " + why;
                 if (options_.warn) options_.warn(message);
                 trace.push_back(message);
-                if (options_.mode == tune_mode::none || device_count() == 0) {
+                if (options_.mode == tune_mode::none) {
                     // Nothing measured replaces it; a stale entry would warn on every compile.
                     options_.cache->erase(key.slot());
                     trace.push_back("problem cache: entry removed");
@@ -95,8 +94,7 @@ std::optional<perf_config> tuner::choose(const anchor_choice& c, std::vector<std
             }
         }
     }
-    if (!result && options_.mode != tune_mode::none && device_count() > 0)
-        result = tune(c, key, trace);
+    if (!result && options_.mode != tune_mode::none) result = tune(c, key, trace);
     if (!result) {
         ++summary_.heuristic;
         trace.push_back("heuristic: " + to_string(c.candidates.front()));

@@ -32,7 +32,8 @@ class problem_cache;
 struct problem_key;
 
 struct tuner_options {
-    tune_mode mode = tune_mode::quick; // timing needs a GPU; none: cache or heuristic only
+    // Timing needs a GPU: the caller passes none without one (cache or heuristic only).
+    tune_mode mode = tune_mode::quick;
     std::string arch = "sm_90";
     gemm_device_limits limits;
     bool exact_fp32 = false;

@@ -1,5 +1,7 @@
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 
+#include "cuda/codegen/gemm/kernel_plan.hpp"
+
 #include "conflux/ir/errors.hpp"
 #include "conflux/ir/program.hpp"
 #include "conflux/ir/split_points.hpp"
@@ -19,10 +21,6 @@ namespace conflux::cuda {
 namespace {
 
 using index::index_expr;
-
-std::string kib(std::size_t bytes) {
-    return std::to_string((bytes + 1023) / 1024) + " KiB";
-}
 
 // How the anchor's value reaches each instruction that depends on it: the layout ops applied
 // since the anchor, in order (elementwise ops keep their inputs' position). Two values combined
@@ -230,8 +228,9 @@ bool can_fuse(const perf_config& c, const gemm_problem& p, const epilogue_module
     if (s.walk_required) {
         const std::size_t staged = staged_store_bytes(p, c, s.walk);
         if (staged > limits.shared_per_block)
-            return fail("the staged store of a transposed output needs " + kib(staged) +
-                        " of shared memory, the device allows " + kib(limits.shared_per_block));
+            return fail("the staged store of a transposed output needs " + gemm::kib(staged) +
+                        " of shared memory, the device allows " +
+                        gemm::kib(limits.shared_per_block));
     }
     if (why) why->clear();
     return true;

@@ -12,11 +12,6 @@ bool fail(std::string* why, const std::string& message) {
     return false;
 }
 
-std::string kib(std::size_t bytes) {
-    return bytes % 1024 == 0 ? std::to_string(bytes / 1024) + " KiB"
-                             : std::to_string(bytes) + " bytes";
-}
-
 bool plan_tile(tile_plan& t, const char* name, const gemm_operand& o, unsigned rows,
                const perf_config& c, unsigned element_bytes, unsigned threads, std::string* why) {
     t.major = o.major;
@@ -187,6 +182,11 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
     }
     k.blocks = k.tiles_m * k.tiles_n * p.batch() * c.split_k;
     return k;
+}
+
+std::string kib(std::size_t bytes) {
+    return bytes % 1024 == 0 ? std::to_string(bytes / 1024) + " KiB"
+                             : std::to_string(bytes) + " bytes";
 }
 
 } // namespace conflux::cuda::gemm

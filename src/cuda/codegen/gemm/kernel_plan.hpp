@@ -53,6 +53,9 @@ struct kernel_plan {
 std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_problem& p,
                                             const gemm_device_limits& limits, std::string* why);
 
+// "48 KiB", or "1000 bytes" when not a whole number of KiB: shared memory in reasons.
+std::string kib(std::size_t bytes);
+
 // Whether the tensor-core path supports this input type (f16, bf16, f32 as tf32).
 bool mma_supports(dtype t);
 
