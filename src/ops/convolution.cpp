@@ -1,5 +1,6 @@
 #include "conflux/ops/convolution.hpp"
 
+#include "channels_last.hpp"
 #include "conflux/util/parallel_for.hpp"
 
 #include <algorithm>
@@ -58,33 +59,6 @@ tap_range valid_outputs(std::ptrdiff_t offset, std::size_t len, std::size_t stri
     r.hi = (n - 1 - offset) < 0 ? 0 : std::min(out_len, std::size_t((n - 1 - offset) / s + 1));
     if (r.hi < r.lo) r.hi = r.lo;
     return r;
-}
-
-// Channels-last axis order <-> ONNX's: output axis i is input axis perm[i].
-std::vector<std::size_t> to_channels_first(std::size_t rank) {
-    std::vector<std::size_t> p{0, rank - 1};
-    for (std::size_t i = 1; i + 1 < rank; ++i)
-        p.push_back(i);
-    return p;
-}
-
-std::vector<std::size_t> to_channels_last(std::size_t rank) {
-    std::vector<std::size_t> p{0};
-    for (std::size_t i = 2; i < rank; ++i)
-        p.push_back(i);
-    p.push_back(1);
-    return p;
-}
-
-// The same memory with its axes reordered (a view; nothing is copied).
-shape permuted(const shape& s, const std::vector<std::size_t>& perm) {
-    if (s.rank() != perm.size()) return s; // rank errors are reported by the shape checks
-    dims lens, strides;
-    for (auto p : perm) {
-        lens.push_back(s.lens()[p]);
-        strides.push_back(s.strides()[p]);
-    }
-    return {s.type(), lens, strides};
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 #include "conflux/ops/pooling.hpp"
 
+#include "channels_last.hpp"
 #include "conflux/util/parallel_for.hpp"
 
 #include <algorithm>
@@ -87,15 +88,28 @@ template <class T> bool is_nan(T v) {
 } // namespace
 
 nlohmann::json pooling::attributes() const {
-    return {{"lengths", lengths},     {"stride", stride},
-            {"padding", padding},     {"dilation", dilation},
-            {"ceil_mode", ceil_mode}, {"count_include_pad", count_include_pad}};
+    nlohmann::json j = {{"lengths", lengths},     {"stride", stride},
+                        {"padding", padding},     {"dilation", dilation},
+                        {"ceil_mode", ceil_mode}, {"count_include_pad", count_include_pad}};
+    // Printed only when set, so the text of every NCHW program stays as it was.
+    if (channels_last) j["channels_last"] = true;
+    return j;
 }
 
 shape pooling::compute_shape(const std::vector<shape>& in) const {
+    check_input_count(name(), in, 1);
+    if (!channels_last) return nchw_shape(in[0]);
+    const std::size_t rank = in[0].rank();
+    CONFLUX_USER_CHECK(rank >= 3 && rank <= 5, name(),
+                       ": channels-last input must be [N, spatial..., C] with 1 to 3 spatial "
+                       "axes, got ",
+                       to_string(in[0]));
+    auto out = nchw_shape(permuted(in[0], to_channels_first(rank)));
+    return {out.type(), permuted(out, to_channels_last(rank)).lens()};
+}
+
+shape pooling::nchw_shape(const shape& x) const {
     const std::string op = name();
-    check_input_count(op, in, 1);
-    const auto& x = in[0];
     CONFLUX_USER_CHECK(x.rank() >= 3 && x.rank() <= 5, op,
                        ": input must be [N, C, spatial...] with 1 to 3 spatial axes, got ",
                        to_string(x));
@@ -119,6 +133,15 @@ shape pooling::compute_shape(const std::vector<shape>& in) const {
 }
 
 argument pooling::eval(const shape& out, const std::vector<argument>& in) const {
+    if (!channels_last) return nchw_eval(out, in[0]);
+    const std::size_t rank = out.rank();
+    auto x = in[0].view(permuted(in[0].get_shape(), to_channels_first(rank)));
+    auto y = nchw_eval(nchw_shape(x.get_shape()), x);
+    return y.view(permuted(y.get_shape(), to_channels_last(rank))).contiguous();
+}
+
+argument pooling::nchw_eval(const shape& out, const argument& x_arg) const {
+    const argument in[1] = {x_arg};
     const auto& xs = in[0].get_shape();
     const std::size_t nd = xs.rank() - 2;
     auto p = normalise(*this, nd);

@@ -248,6 +248,38 @@ TEST(CudaOps, PoolingConvolutionDot) {
                 op::pooling{
                     op::pooling_mode::average, {2, 2}, {2, 2}, {0, 0, 1, 1}, {1, 1}, true, true},
                 t, {2, 3, 9, 9}));
+        // Channels-last poolings (what layout_nhwc makes of a pooling after a convolution):
+        // directly, in 2-D and 3-D, and through the layout pass after a convolution.
+        check_case("max_pool channels_last 3x3 s2 " + ts, unary(op::pooling{op::pooling_mode::max,
+                                                                            {3, 3},
+                                                                            {2, 2},
+                                                                            {1, 1, 1, 1},
+                                                                            {1, 1},
+                                                                            false,
+                                                                            false,
+                                                                            true},
+                                                                t, {2, 11, 11, 20}));
+        check_case("average_pool channels_last 3-D ceil " + ts,
+                   unary(op::pooling{op::pooling_mode::average,
+                                     {2, 2, 3},
+                                     {2, 1, 2},
+                                     {0, 1, 0, 1, 0, 1},
+                                     {1, 1, 1},
+                                     true,
+                                     true,
+                                     true},
+                         t, {2, 5, 6, 7, 3}));
+        check_case("conv + relu + max_pool (the pool runs channels-last) " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {2, 3, 17, 17});
+            auto w = param(m, "w", t, {16, 3, 3, 3});
+            auto c =
+                m.add_instruction(op::convolution{{1, 1, 1, 1}, {2, 2}, {1, 1}, 1, false}, {x, w});
+            auto r = m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {c});
+            m.add_return({m.add_instruction(
+                op::pooling{
+                    op::pooling_mode::max, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false},
+                {r})});
+        });
         check_case("conv 3x3 pad1 + bias + relu " + ts, [&](module& m) {
             auto x = param(m, "x", t, {2, 8, 10, 10});
             auto w = param(m, "w", t, {16, 8, 3, 3});

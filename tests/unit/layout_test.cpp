@@ -2,6 +2,7 @@
 
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/pooling.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/passes/dce.hpp"
 #include "conflux/passes/simplify.hpp"
@@ -151,4 +152,51 @@ TEST(layout, one_d_convolution_and_non_literal_weights) {
     build(p.main());
     layout_then_simplify(p.main());
     EXPECT_EQ(count_named(p.main(), "transpose"), 3u) << text;
+}
+
+TEST(layout, pooling_after_convolution_runs_channels_last) {
+    // conv -> relu -> max_pool -> conv and a global average pool: both poolings read NHWC data,
+    // so both become channels-last and only the model's boundary transposes remain.
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", shape{dtype::f32, {2, 3, 9, 9}});
+        auto w1 = m.add_literal(random_literal({4, 3, 3, 3}, 1));
+        auto c1 = m.add_instruction(op::convolution{{1, 1, 1, 1}, {}, {}, 1}, {x, w1});
+        auto r = m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {c1});
+        auto mp = m.add_instruction(
+            op::pooling{op::pooling_mode::max, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, false, false},
+            {r});
+        auto w2 = m.add_literal(random_literal({5, 4, 1, 1}, 2));
+        auto c2 = m.add_instruction(op::convolution{{0, 0, 0, 0}, {}, {}, 1}, {mp, w2});
+        auto gp = m.add_instruction(
+            op::pooling{op::pooling_mode::average, {5, 5}, {}, {}, {}, false, false}, {c2});
+        m.add_return({gp});
+    };
+    auto text = transform_and_print(build, layout_then_simplify, 1e-5);
+    program p;
+    build(p.main());
+    layout_then_simplify(p.main());
+    std::size_t channels_last_pools = 0;
+    for (auto& ins : p.main())
+        if (const auto* pool = ins.get_operator().get_if<op::pooling>())
+            channels_last_pools += pool->channels_last ? 1 : 0;
+    EXPECT_EQ(channels_last_pools, 2u) << text;
+    EXPECT_EQ(count_named(p.main(), "transpose"), 2u) << text; // the input's and the output's
+}
+
+TEST(layout, pooling_of_nchw_data_is_left_alone) {
+    // Rewriting it would add two real copies for nothing.
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", shape{dtype::f32, {1, 3, 6, 6}});
+        m.add_return({m.add_instruction(
+            op::pooling{op::pooling_mode::max, {2, 2}, {2, 2}, {}, {}, false, false}, {x})});
+    };
+    auto text = transform_and_print(build, layout_then_simplify);
+    program p;
+    build(p.main());
+    layout_then_simplify(p.main());
+    EXPECT_EQ(count_named(p.main(), "transpose"), 0u) << text;
+    for (auto& ins : p.main())
+        if (const auto* pool = ins.get_operator().get_if<op::pooling>()) {
+            EXPECT_FALSE(pool->channels_last) << text;
+        }
 }

@@ -24,6 +24,30 @@ std::vector<float> iota(std::size_t n) {
     return v;
 }
 
+// A standard [N, C, spatial...] tensor's memory seen as [N, spatial..., C], and back.
+shape channels_last_view(const dims& nchw) {
+    const shape s{dtype::f32, nchw};
+    dims lens{nchw[0]}, strides{s.strides()[0]};
+    for (std::size_t i = 2; i < nchw.size(); ++i) {
+        lens.push_back(nchw[i]);
+        strides.push_back(s.strides()[i]);
+    }
+    lens.push_back(nchw[1]);
+    strides.push_back(s.strides()[1]);
+    return {dtype::f32, lens, strides};
+}
+
+shape channels_first_view(const shape& nhwc) {
+    const std::size_t r = nhwc.rank();
+    dims lens{nhwc.lens()[0], nhwc.lens()[r - 1]},
+        strides{nhwc.strides()[0], nhwc.strides()[r - 1]};
+    for (std::size_t i = 1; i + 1 < r; ++i) {
+        lens.push_back(nhwc.lens()[i]);
+        strides.push_back(nhwc.strides()[i]);
+    }
+    return {nhwc.type(), lens, strides};
+}
+
 argument run(const pooling& p, const argument& x) {
     return p.eval(p.compute_shape({x.get_shape()}), {x});
 }
@@ -146,6 +170,19 @@ TEST(pooling, matches_naive_on_many_configs) {
         ASSERT_EQ(got.size(), want.size());
         for (std::size_t i = 0; i < got.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 1e-6) << "element " << i;
+
+        // The channels-last op on the same data stored NHWC gives the same values, NHWC.
+        auto cl = c.p;
+        cl.channels_last = true;
+        auto nhwc = from_vector(dtype::f32, c.x, xv).view(channels_last_view(c.x)).contiguous();
+        auto yc = run(cl, nhwc);
+        const dims yl = y.get_shape().lens();
+        ASSERT_EQ(yc.get_shape(), (shape{dtype::f32, channels_last_view(yl).lens()}));
+        // Seen back through NCHW lens, element i is the naive result's element i.
+        const shape back = channels_first_view(yc.get_shape());
+        auto got_cl = to_vector<double>(yc.view(back));
+        for (std::size_t i = 0; i < got_cl.size(); ++i)
+            ASSERT_NEAR(got_cl[i], want[i], 1e-6) << "channels-last element " << i;
     }
 }
 

@@ -3,6 +3,9 @@
 // stride/padding/dilation means ONNX's default. ceil_mode follows ONNX: a last window that would
 // start inside the end padding is dropped; with count_include_pad the divisor counts the taps
 // inside the explicitly padded extent (never those past it in ceil mode).
+//
+// channels_last (set by layout_nhwc): input and output are [N, spatial..., C]; the same windows
+// over the same axes, only the axis order differs (as for convolution).
 #pragma once
 
 #include "conflux/ir/operation.hpp"
@@ -19,12 +22,18 @@ struct pooling {
     std::vector<std::size_t> dilation; // nd values
     bool ceil_mode = false;
     bool count_include_pad = false; // average only
+    bool channels_last = false;
 
     std::string name() const { return mode == pooling_mode::max ? "max_pool" : "average_pool"; }
     nlohmann::json attributes() const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const pooling&) const = default;
+
+private:
+    // The ONNX-order computation that channels_last reduces to by permuting views.
+    shape nchw_shape(const shape& x) const;
+    argument nchw_eval(const shape& out, const argument& x) const;
 };
 
 } // namespace conflux::op

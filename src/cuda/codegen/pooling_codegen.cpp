@@ -1,6 +1,8 @@
 // max_pool and average_pool over [N, C, spatial...]: one thread per output element, taps in the
 // reference's order (src/ops/pooling.cpp), so sums round the same way. Taps outside the input
 // are skipped; count_include_pad divides by the taps inside the explicitly padded extent.
+// Threads take output elements in row-major order, so a channels-last pooling ([N, spatial...,
+// C]) has neighbouring threads on neighbouring channels: its loads and stores coalesce.
 #include "cuda/codegen/generator.hpp"
 
 #include "conflux/ir/errors.hpp"
@@ -32,19 +34,24 @@ kernel_source generate_pooling(const kernel_request& r) {
     const auto out_names = text::names("o", x.rank());
     const auto tap_names = text::names("t", nd);
     const auto pos_names = text::names("p", nd);
-    const dims in_spatial(x.lens().begin() + 2, x.lens().end());
-    const dims in_spatial_strides(x.strides().begin() + 2, x.strides().end());
+    // Where the channel and the spatial axes are in this op's axis order.
+    const std::size_t channel_axis = op->channels_last ? x.rank() - 1 : 1;
+    const std::size_t first_spatial = op->channels_last ? 1 : 2;
+    const dims in_spatial(x.lens().begin() + first_spatial, x.lens().begin() + first_spatial + nd);
+    const dims in_spatial_strides(x.strides().begin() + first_spatial,
+                                  x.strides().begin() + first_spatial + nd);
+    const std::string channel_name = out_names[channel_axis];
 
     const std::string in = "    ";
     std::string body = text::thread_per_element(y.elements(), in);
     body += text::decompose("i", y.lens(), out_names, in);
-    body +=
-        in + "const cx_index x_plane = " +
-        text::offset({"o0", "o1"}, {x.lens()[0], x.lens()[1]}, {x.strides()[0], x.strides()[1]}) +
-        ";\n";
+    body += in + "const cx_index x_plane = " +
+            text::offset({"o0", channel_name}, {x.lens()[0], x.lens()[channel_axis]},
+                         {x.strides()[0], x.strides()[channel_axis]}) +
+            ";\n";
     for (std::size_t i = 0; i < nd; ++i) {
         body += in + "const cx_index start" + std::to_string(i) + " = " +
-                text::scaled(out_names[i + 2], value_or(op->stride, i, 1)) + " - " +
+                text::scaled(out_names[first_spatial + i], value_or(op->stride, i, 1)) + " - " +
                 text::integer_literal(value_or(op->padding, i, 0)) + ";\n";
     }
     if (is_max) {
