@@ -70,7 +70,8 @@ void simplify::apply(module& m) const {
             changed |= find_constant(m, ins, fold) || find_conv_batch_norm(m, ins) ||
                        find_identity_view(m, ins) || find_nested_transpose(m, ins) ||
                        find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
-                       find_transpose_through_elementwise(m, ins);
+                       find_transpose_through_elementwise(m, ins) ||
+                       find_gather_constant_index(m, ins);
         }
         dce{}.apply(m);
         if (!changed) return;

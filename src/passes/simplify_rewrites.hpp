@@ -40,6 +40,9 @@ bool find_nested_transpose(module& m, instruction_ref ins);
 bool find_nested_reshape(module& m, instruction_ref ins);
 bool find_transpose_reshape_cancel(module& m, instruction_ref ins);
 
+// simplify_gather.cpp
+bool find_gather_constant_index(module& m, instruction_ref ins);
+
 // simplify_transpose_elementwise.cpp
 bool find_transpose_through_elementwise(module& m, instruction_ref ins);
 

@@ -1,6 +1,7 @@
 #include "conflux/passes/simplify.hpp"
 
 #include "conflux/ops/convolution.hpp"
+#include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/normalization.hpp"
 #include "conflux/ops/views.hpp"
@@ -276,4 +277,35 @@ TEST(simplify, transposes_that_do_not_cancel_end_up_as_one) {
     build(q.main());
     run_simplify(q.main());
     EXPECT_EQ(count_named(q.main(), "transpose"), 1u) << text;
+}
+
+TEST(simplify, gather_of_one_constant_index_becomes_a_view) {
+    // q, k, v picked out of a packed projection: index 2, -3 (= 0) and [1] (keeps the axis).
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({3, 4, 5}));
+        auto y = m.add_instruction(ew(relu), {x});
+        auto i2 = m.add_literal(from_vector(dtype::i64, {}, std::vector<std::int64_t>{2}));
+        auto im3 = m.add_literal(from_vector(dtype::i32, {}, std::vector<std::int32_t>{-3}));
+        auto i1 = m.add_literal(from_vector(dtype::i64, {1}, std::vector<std::int64_t>{1}));
+        auto a = m.add_instruction(op::gather{0}, {y, i2});
+        auto b = m.add_instruction(op::gather{0}, {y, im3});
+        auto c = m.add_instruction(op::gather{1}, {y, i1});
+        m.add_return({a, b, c});
+    };
+    auto text = transform_and_print(build, run_simplify);
+    EXPECT_EQ(text.find("gather"), std::string::npos) << text;
+    EXPECT_NE(text.find("slice"), std::string::npos) << text;
+
+    // An index that is not a constant, or several indices, stay a gather.
+    auto kept = [](module& m) {
+        auto x = m.add_parameter("x", f32({3, 4}));
+        auto i = m.add_parameter("i", shape{dtype::i64, {}});
+        auto two = m.add_literal(from_vector(dtype::i64, {2}, std::vector<std::int64_t>{0, 2}));
+        m.add_return(
+            {m.add_instruction(op::gather{0}, {x, i}), m.add_instruction(op::gather{0}, {x, two})});
+    };
+    program p;
+    kept(p.main());
+    run_simplify(p.main());
+    EXPECT_EQ(count_named(p.main(), "gather"), 2u) << p.main().to_string();
 }
