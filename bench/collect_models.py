@@ -25,6 +25,11 @@ def conflux_figures(out_dir):
         ms = float(latency.group(1))
         yield {"model": model, "batch": int(batch), "variant": "conflux", "ms": ms,
                "per_s": 1000.0 * int(batch) / ms}
+        eager = re.search(r"^without the CUDA graph: median ([0-9.]+) ms", text, re.M)
+        if eager:
+            ms = float(eager.group(1))
+            yield {"model": model, "batch": int(batch), "variant": "conflux_no_graph", "ms": ms,
+                   "per_s": 1000.0 * int(batch) / ms}
 
 
 def torch_figures(out_dir):
@@ -37,6 +42,10 @@ def torch_figures(out_dir):
             r = json.loads(line)
             if "ms" in r:
                 yield {k: r[k] for k in ("model", "batch", "variant", "ms", "per_s")}
+            # Calls queued back to back, as Conflux's replays are timed.
+            if "queued_ms" in r:
+                yield {"model": r["model"], "batch": r["batch"], "variant": r["variant"] + "_queued",
+                       "ms": r["queued_ms"], "per_s": r["queued_per_s"]}
 
 
 def main():

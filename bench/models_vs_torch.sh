@@ -7,8 +7,10 @@
 #   bench/models_vs_torch.sh [RESNET_BATCHES [ENCODER_BATCHES]]   defaults "1 32 256" "1 32"
 # COMMIT names the record (default: git's HEAD when the tree is a checkout).
 # TUNE=none|quick|exhaustive (default quick) is passed to conflux; tuning a batch size from cold
-# caches takes about a minute (ResNet-50), so the whole default run needs more than one
-# 10-minute call: give the batch sizes in parts.
+# caches takes a minute or more (ResNet-50), so the whole default run needs more than one
+# 10-minute call: give the batch sizes in parts. The problem cache is kept between parts: it is
+# read from bench/.cache/problems.sqlite when that exists (carry bench/.cache) and written back
+# to $OUT/problems.sqlite.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -19,12 +21,17 @@ bin=.gpu/bin/conflux
 resnet_batches=${1:-"1 32 256"}
 encoder_batches=${2:-"1 32"}
 work=$(mktemp -d)
+[ -f bench/.cache/problems.sqlite ] && cp bench/.cache/problems.sqlite "$work/problems.sqlite" &&
+    chmod u+w "$work/problems.sqlite"
 caches=(--problem-cache "$work/problems.sqlite" --kernel-cache "$work/kernels")
 date -u +"%Y-%m-%d %H:%M UTC"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 bench/torch_models.py export "$work" 2>&1 | tail -3
+models=()
+[ -n "$resnet_batches" ] && models+=(resnet50)
+[ -n "$encoder_batches" ] && models+=(encoder)
+python3 bench/torch_models.py export "$work" "${models[@]}" 2>&1 | grep -v Warning | tail -3
 
-for model in resnet50 encoder; do
+for model in "${models[@]}"; do
     [ -f "$work/$model.onnx" ] || { echo "$model: not exported"; continue; }
     batches=$resnet_batches
     [ $model = encoder ] && batches=$encoder_batches
@@ -34,6 +41,7 @@ for model in resnet50 encoder; do
         $bin perf "$work/$model.onnx" --batch "$b" "${caches[@]}" --tune "${TUNE:-quick}" -n 30 -t 5 --quiet \
             >"$OUT/perf_${model}_$b.txt" 2>&1
         echo "conflux perf: exit $?"
+        cp "$work/problems.sqlite" "$OUT/problems.sqlite" 2>/dev/null # kept even if the call runs out
         grep -E "^(latency|without|throughput|device)|error" "$OUT/perf_${model}_$b.txt"
         d="$work/check_${model}_$b"
         mkdir -p "$d"

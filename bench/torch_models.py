@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch side of bench/models_vs_torch.sh (runs on the GPU machine).
 
-    python3 bench/torch_models.py export DIR          writes DIR/resnet50.onnx, DIR/encoder.onnx
+    python3 bench/torch_models.py export DIR [MODEL...]
+                                                      writes DIR/resnet50.onnx, DIR/encoder.onnx
     python3 bench/torch_models.py time MODEL BATCH    prints JSON lines: eager and torch.compile
     python3 bench/torch_models.py reference MODEL BATCH DIR
                                                       writes DIR/input.npy and DIR/torch.npy
@@ -35,11 +36,11 @@ def example(name, batch):
     return torch.randn(batch, 128, 768, device="cuda", generator=g).half()
 
 
-def export(out_dir):
+def export(out_dir, names):
     # The encoder's inference fast path (aten::_transformer_encoder_layer_fwd) has no ONNX
     # export; the exported graph is the same computation through its plain ops.
     torch.backends.mha.set_fastpath_enabled(False)
-    for name in ("resnet50", "encoder"):
+    for name in names:
         model = build(name)
         x = example(name, 2)
         path = f"{out_dir}/{name}.onnx"
@@ -110,7 +111,7 @@ def reference(name, batch, out_dir):
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "export":
-        export(sys.argv[2])
+        export(sys.argv[2], sys.argv[3:] or ["resnet50", "encoder"])
     elif cmd == "time":
         time_model(sys.argv[2], int(sys.argv[3]))
     elif cmd == "reference":
