@@ -13,10 +13,11 @@ pack() {
     set -e
     cmake -S . -B build -G Ninja >/dev/null
     cmake --build build --target conflux_tool gpu_op_tests gpu_gemm_kernel_test onnx_conformance \
-        conflux_bench_conv_layers gpu_problem_cache_test
+        conflux_bench_conv_layers gpu_problem_cache_test gpu_device_binding_test
     rm -rf .gpu && mkdir -p .gpu/bin
     cp build/bin/conflux build/bin/gpu_op_tests build/bin/gpu_gemm_kernel_test build/bin/onnx_conformance \
-        build/bin/conflux_bench_conv_layers build/bin/gpu_problem_cache_test .gpu/bin/
+        build/bin/conflux_bench_conv_layers build/bin/gpu_problem_cache_test \
+        build/bin/gpu_device_binding_test .gpu/bin/
     strip .gpu/bin/*
     tar czf .gpu/testdata.tgz -C /usr/share/libonnx-testdata/data \
         node pytorch-converted pytorch-operator simple
@@ -46,6 +47,7 @@ run() {
     [ "${1:-}" = --skip-gemm-harness ] ||
         step "gemm generator, every config" gemm_kernels.log $bin/gpu_gemm_kernel_test check
     step "problem cache regression" problem_cache.log $bin/gpu_problem_cache_test
+    step "run_on_device (caller buffers)" device_binding.log $bin/gpu_device_binding_test
     step "onnx conformance cuda vs ref" conformance.log $bin/onnx_conformance --target cuda \
         --min-passed 530 $data/node $data/pytorch-converted $data/pytorch-operator $data/simple
     step "repo models vs onnxruntime" models.log $bin/onnx_conformance --target cuda \

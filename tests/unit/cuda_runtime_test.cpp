@@ -1,5 +1,6 @@
 // The CUDA runtime layer as far as it runs without a GPU: device discovery, error channels, the
-// kernel cache and parallel compilation. Tests that launch kernels live in tests/gpu.
+// kernel cache, parallel compilation, and the checks run_on_device makes before it needs a
+// device. Tests that launch kernels live in tests/gpu.
 #include "conflux/cuda/target.hpp"
 #include "conflux/ir/errors.hpp"
 #include "conflux/ops/elementwise.hpp"
@@ -8,6 +9,7 @@
 #include "cuda/runtime/device_info.hpp"
 #include "cuda/runtime/kernel_cache.hpp"
 #include "cuda/runtime/loaded_kernels.hpp"
+#include "unit/test_helpers.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -26,6 +28,7 @@ namespace conflux::cuda {
 namespace {
 
 namespace fs = std::filesystem;
+using test::user_error_of;
 
 bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
@@ -163,17 +166,25 @@ TEST(CudaRuntime, MemoryStreamsAndKernelsNeedADeviceAndSaySo) {
     }
 }
 
-// A one-kernel program: relu of an f32 [4, 8] parameter.
-compiled_program compile_relu() {
+// One output per kind, kind(x), of an f32 [4, 8] parameter x; compiled for sm_90.
+compiled_program compile_elementwise(const std::vector<op::elementwise_kind>& kinds) {
     program p;
     module& m = p.main();
     auto x = m.add_parameter("x", shape{dtype::f32, {4, 8}});
-    m.add_return({m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {x})});
+    std::vector<instruction_ref> outputs;
+    for (op::elementwise_kind k : kinds)
+        outputs.push_back(m.add_instruction(op::make_elementwise(k), {x}));
+    m.add_return(outputs);
     compile_options options;
     options.arch = "sm_90";
     options.use_kernel_cache = false;
     options.use_problem_cache = false;
     return compile(std::move(p), options);
+}
+
+// A one-kernel program: relu of an f32 [4, 8] parameter.
+compiled_program compile_relu() {
+    return compile_elementwise({op::elementwise_kind::relu});
 }
 
 TEST(CudaRuntime, ProfileNeedsADeviceAndSaysSoLikeRun) {
@@ -193,6 +204,77 @@ TEST(CudaRuntime, ProfileNeedsADeviceAndSaysSoLikeRun) {
     }
     EXPECT_TRUE(contains(run_error, "no CUDA device")) << run_error;
     EXPECT_EQ(profile_error, run_error);
+}
+
+// Two outputs of one f32 [4, 8] parameter: relu(x) and -x.
+compiled_program compile_two_outputs() {
+    return compile_elementwise({op::elementwise_kind::relu, op::elementwise_kind::neg});
+}
+
+TEST(CudaRuntime, RunOnDeviceNeedsADeviceAndSaysSoLikeRun) {
+    if (device_count() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
+    compiled_program c = compile_relu();
+    const std::string run_error = user_error_of([&] {
+        c.run({{"x", argument(shape{dtype::f32, {4, 8}})}});
+    });
+    // Host memory stands in for device buffers: the names and pointers pass the checks that
+    // need no GPU, then the missing device is reported.
+    alignas(16) float in[32] = {}, out[32] = {};
+    for (bool graph : {true, false}) {
+        const std::string error = user_error_of([&] {
+            c.run_on_device({{"x", in}}, {{"output0", out}}, {.cuda_graph = graph});
+        });
+        EXPECT_TRUE(contains(error, "no CUDA device")) << error;
+        EXPECT_EQ(error, run_error);
+    }
+}
+
+TEST(CudaRuntime, OutputShapesGiveEachOutputsLayoutAndSize) {
+    compiled_program c = compile_two_outputs();
+    ASSERT_EQ(c.output_names(), (std::vector<std::string>{"output0", "output1"}));
+    ASSERT_EQ(c.output_shapes().size(), 2u);
+    for (const shape& s : c.output_shapes()) {
+        EXPECT_EQ(s.type(), dtype::f32);
+        EXPECT_EQ(s.lens(), (dims{4, 8}));
+        EXPECT_EQ(s.bytes(), 4u * 8 * sizeof(float));
+    }
+}
+
+// Checked before the device is, so they hold on any machine.
+TEST(CudaRuntime, RunOnDeviceNamesTheTensorItCannotBind) {
+    compiled_program c = compile_two_outputs();
+    alignas(16) float x[32] = {}, a[32] = {}, b[32] = {};
+    auto error = [&](const std::map<std::string, const void*>& in,
+                     const std::map<std::string, void*>& out) {
+        return user_error_of([&] { c.run_on_device(in, out); });
+    };
+    const std::map<std::string, void*> outputs = {{"output0", a}, {"output1", b}};
+    std::string e = error({{"x", x}, {"y", x}}, outputs);
+    EXPECT_TRUE(contains(e, "unknown input 'y'") && contains(e, "'x'")) << e;
+    e = error({}, outputs);
+    EXPECT_TRUE(contains(e, "no device pointer given for input 'x'")) << e;
+    e = error({{"x", x}}, {{"output0", a}, {"output1", b}, {"out", b}});
+    EXPECT_TRUE(contains(e, "unknown output 'out'") && contains(e, "'output0', 'output1'")) << e;
+    e = error({{"x", x}}, {{"output0", a}});
+    EXPECT_TRUE(contains(e, "no device pointer given for output 'output1'")) << e;
+    e = error({{"x", nullptr}}, outputs);
+    EXPECT_TRUE(contains(e, "input 'x' is a null pointer but holds 128 bytes")) << e;
+    e = error({{"x", x}}, {{"output0", a}, {"output1", nullptr}});
+    EXPECT_TRUE(contains(e, "output 'output1' is a null pointer")) << e;
+    e = error({{"x", reinterpret_cast<const char*>(x) + 4}}, outputs);
+    EXPECT_TRUE(contains(e, "input 'x'") && contains(e, "not aligned to 16 bytes")) << e;
+    // An output overlapping an input (by one element) or another output.
+    e = error({{"x", x}}, {{"output0", a}, {"output1", x + 28}});
+    EXPECT_TRUE(contains(e, "output 'output1'") && contains(e, "overlaps input 'x'")) << e;
+    e = error({{"x", x}}, {{"output0", a}, {"output1", a + 4}});
+    EXPECT_TRUE(contains(e, "output 'output1'") && contains(e, "overlaps output 'output0'")) << e;
+    // Adjacent ranges do not overlap; the next error (if any) is about the device.
+    alignas(16) float both[64] = {};
+    e = error({{"x", x}}, {{"output0", both}, {"output1", both + 32}});
+    EXPECT_FALSE(contains(e, "overlaps")) << e;
+    if (device_count() == 0) {
+        EXPECT_TRUE(contains(e, "no CUDA device")) << e;
+    }
 }
 
 TEST(CudaRuntime, WriteCubinsWritesOneElfPerKernelNamedByItsEntry) {

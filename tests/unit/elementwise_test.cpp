@@ -1,6 +1,8 @@
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
 
+#include "unit/test_helpers.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,15 +60,7 @@ std::vector<bool> predicate(elementwise_kind k, const std::vector<argument>& in,
     return {v.begin(), v.end()};
 }
 
-// The user_error's message, or "" when none is thrown.
-template <class F> std::string user_error_of(F f) {
-    try {
-        f();
-    } catch (const user_error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::user_error_of;
 
 constexpr float qnan = std::numeric_limits<float>::quiet_NaN();
 constexpr float f_inf = std::numeric_limits<float>::infinity();

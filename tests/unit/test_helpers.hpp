@@ -1,11 +1,13 @@
-// Helpers shared by the op unit tests.
+// Helpers shared by the unit tests (and the GPU tests).
 #pragma once
 
+#include "conflux/ir/errors.hpp"
 #include "conflux/ir/operation.hpp"
 
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 namespace conflux::test {
@@ -35,6 +37,16 @@ inline argument run_op(const operation& op, const std::vector<argument>& in) {
     argument r = op.eval(out, in, {}, {});
     EXPECT_EQ(r.get_shape(), out);
     return r;
+}
+
+// The message of the user_error f throws; "" when it throws none.
+template <class F> std::string user_error_of(F f) {
+    try {
+        f();
+    } catch (const user_error& e) {
+        return e.what();
+    }
+    return "";
 }
 
 } // namespace conflux::test

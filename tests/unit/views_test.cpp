@@ -1,5 +1,7 @@
 #include "conflux/ops/views.hpp"
 
+#include "unit/test_helpers.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -39,14 +41,7 @@ std::vector<float> values(const argument& a) {
     return to_vector<float>(a);
 }
 
-template <class F> std::string user_error_of(F f) {
-    try {
-        f();
-    } catch (const user_error& e) {
-        return e.what();
-    }
-    return "";
-}
+using test::user_error_of;
 
 constexpr auto i64_max = std::numeric_limits<std::int64_t>::max();
 constexpr auto i64_min = std::numeric_limits<std::int64_t>::min();

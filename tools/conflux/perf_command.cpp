@@ -58,9 +58,11 @@ int perf(const perf_options& options) {
     if (r.cuda_graph) std::printf("without the CUDA graph: median %.4f ms\n", r.eager_median_ms);
     std::printf("throughput: %.1f per second at batch %zu\n", 1000.0 * double(batch) / r.median_ms,
                 batch);
-    std::printf("device memory: arena %.1f MB, outputs %.1f MB; %zu kernels, %zu launches\n",
-                double(st.arena_bytes) / 1e6, double(st.output_bytes) / 1e6, st.kernels,
-                st.launches);
+    std::printf("device memory: %.1f MB (weights %.1f MB, arena %.1f MB, outputs %.1f MB); %zu "
+                "kernels, %zu launches\n",
+                double(st.literal_bytes + st.arena_bytes + st.output_bytes) / 1e6,
+                double(st.literal_bytes) / 1e6, double(st.arena_bytes) / 1e6,
+                double(st.output_bytes) / 1e6, st.kernels, st.launches);
     double total = 0;
     for (const auto& s : r.steps)
         total += s.median_ms;

@@ -1,6 +1,7 @@
 // The CUDA target: compiles a program to generated kernels (NVRTC, no GPU needed) and runs it on
 // a GPU. compile() runs the target-independent passes, lowers every instruction to a kernel,
-// plans memory and compiles the kernels for one architecture; run() needs a device and says
+// plans memory and compiles the kernels for one architecture; run() (host values) and
+// run_on_device() (caller-owned device memory, no copies) need a device and say
 // clearly when there is none.
 #pragma once
 
@@ -68,6 +69,23 @@ struct profile_options {
     bool cuda_graph = true;
 };
 
+// How compiled_program::run_on_device runs a program.
+struct device_run_options {
+    // The cudaStream_t to queue the run on (opaque here so that this header needs no CUDA
+    // header). Given: the call queues the work and returns without waiting; the caller
+    // synchronises the stream (or orders later work after it) before reading the outputs or
+    // freeing the buffers. nullptr: the program's own stream, and the call returns when the run
+    // has finished, reporting a fault in it.
+    void* stream = nullptr;
+    // Replay one CUDA graph holding every launch (one launch per run instead of one per kernel).
+    // A graph bakes in the buffers' addresses: it is captured the first time a set of addresses
+    // is bound and kept for later runs with the same set (the 8 most recently used sets), so a
+    // caller alternating between a few buffer sets never re-captures. false: launch kernel by
+    // kernel, which also lets a caller capture the launches into a graph of its own (after a
+    // first run: that one loads the program onto the GPU, which a capture does not allow).
+    bool cuda_graph = true;
+};
+
 // One kernel launch of the program, timed on its own.
 struct step_profile {
     std::string kernel;   // the kernel's entry name
@@ -95,6 +113,7 @@ struct compile_stats {
     std::size_t arena_bytes = 0;     // peak of the memory plan
     std::size_t temporary_bytes = 0; // sum of all temporaries (what no reuse would need)
     std::size_t output_bytes = 0;
+    std::size_t literal_bytes = 0; // weights and other constants, on the device for the run
     double compile_seconds = 0;
     // Gemm problems (distinct keys): configs reused from the problem cache, tuned on the GPU,
     // or the heuristic's; candidates disqualified for wrong results; seconds spent tuning.
@@ -113,6 +132,9 @@ public:
     const std::vector<std::string>& parameter_names() const;
     const std::vector<shape>& parameter_shapes() const;
     const std::vector<std::string>& output_names() const;
+    // Per output, its dtype, lens and strides in memory: the layout of run()'s results and of
+    // run_on_device's output buffers. Output o takes output_shapes()[o].bytes() bytes.
+    const std::vector<shape>& output_shapes() const;
 
     // Runs on GPU 0 with host arguments bound by parameter name (any strides); returns the
     // outputs as host arguments in the program's output order. A user_error naming the reason
@@ -125,6 +147,32 @@ public:
     // on the device. The same user_error as run when no GPU is usable.
     profile_result profile(const std::map<std::string, argument>& params,
                            const profile_options& options = {});
+
+    // Runs on GPU 0 straight on caller-owned device memory, bound by name: no copies, the
+    // kernels read the inputs and write the outputs where they are (only the program's
+    // temporaries live in its own arena). For callers that keep tensors on the GPU, where run()'s
+    // uploads and downloads would cost more than the program.
+    // - inputs: one pointer per parameter name, to parameter_shapes()[i].bytes() bytes laid out
+    //   as parameter_shapes()[i] says (dense, those strides); only read, so inputs may share
+    //   memory with each other.
+    // - outputs: one pointer per output name, to output_shapes()[o].bytes() bytes, written in
+    //   output_shapes()[o]'s layout; an output must not overlap an input or another output.
+    // - memory: from cudaMalloc/cudaMallocAsync on the program's device, or cudaMallocManaged;
+    //   16-byte aligned (cudaMalloc gives 256); null only for a tensor of no bytes. Sizes cannot
+    //   be checked: a buffer smaller than said is undefined behaviour, as in any CUDA kernel.
+    // - the stream and the CUDA graph: see device_run_options.
+    // - The program has one arena for its temporaries, so runs of one compiled_program must not
+    //   overlap in time: a run still in flight on one stream when another starts on a different
+    //   stream (run_on_device on another stream, run(), profile()) races on the arena. Runs queued
+    //   on one stream are ordered by it. Concurrent streams need one compiled_program each; a
+    //   compiled_program is not thread-safe either. Synchronise before destroying it.
+    // A user_error naming the tensor and the reason for: no usable GPU (the same as run's), an
+    // unknown or missing name, a null or misaligned pointer, memory that is not device or managed
+    // memory (host memory, pinned or not) or belongs to another device, and an output that
+    // overlaps an input or another output.
+    void run_on_device(const std::map<std::string, const void*>& inputs,
+                       const std::map<std::string, void*>& outputs,
+                       const device_run_options& options = {});
 
     // Writes every distinct kernel's cubin to dir (created if missing) as ENTRY.cubin, for
     // cuobjdump/nvdisasm; returns the paths written, in kernel order.

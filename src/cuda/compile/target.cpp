@@ -43,6 +43,9 @@ const std::vector<shape>& compiled_program::parameter_shapes() const {
 const std::vector<std::string>& compiled_program::output_names() const {
     return impl_->lowered.output_names;
 }
+const std::vector<shape>& compiled_program::output_shapes() const {
+    return impl_->lowered.output_shapes;
+}
 const std::vector<std::string>& compiled_program::trace() const {
     return impl_->lowered.trace;
 }
@@ -135,6 +138,8 @@ compiled_program compile(program p, const compile_options& options) {
     d.stats.temporary_bytes = d.lowered.plan.total_bytes;
     for (std::size_t b : d.lowered.output_buffers)
         d.stats.output_bytes += d.lowered.buffers[b].bytes;
+    for (const argument& lit : d.lowered.literals)
+        d.stats.literal_bytes += lit.get_shape().bytes();
     d.stats.compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
@@ -168,6 +173,14 @@ std::vector<argument> compiled_program::run(const std::map<std::string, argument
 profile_result compiled_program::profile(const std::map<std::string, argument>& params,
                                          const profile_options& options) {
     return loaded(*impl_).profile(params, options);
+}
+
+void compiled_program::run_on_device(const std::map<std::string, const void*>& inputs,
+                                     const std::map<std::string, void*>& outputs,
+                                     const device_run_options& options) {
+    // Names, null pointers and overlaps first: they need no GPU.
+    const device_pointers memory = resolve_device_pointers(impl_->lowered, inputs, outputs);
+    loaded(*impl_).run_on_device(memory, options);
 }
 
 std::vector<std::filesystem::path>

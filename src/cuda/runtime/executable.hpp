@@ -5,12 +5,37 @@
 #include "cuda/compile/lowered_program.hpp"
 #include "cuda/runtime/nvrtc_compiler.hpp"
 
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace conflux::cuda {
+
+// The device memory one run reads its parameters from and writes its outputs to, in the
+// program's parameter and output order: caller-owned (run_on_device) or uploaded by run().
+struct device_pointers {
+    std::vector<const void*> parameters;
+    std::vector<void*> outputs;
+};
+
+// The alignment run_on_device asks of caller memory. Kernels are generated for buffers whose
+// base is at least this aligned (cudaMalloc's and the arena's are 256-byte aligned): it is the
+// widest access a generated kernel makes (16-byte vector loads and stores, cp.async).
+inline constexpr std::size_t device_pointer_alignment = 16;
+
+// Resolves compiled_program::run_on_device's name -> pointer maps into program order and
+// checks all that needs no GPU: every name known and given, no null or misaligned pointer for a
+// tensor with bytes, no output overlapping an input or another output. Throws user_error naming
+// the tensor.
+device_pointers resolve_device_pointers(const lowered_program& program,
+                                        const std::map<std::string, const void*>& inputs,
+                                        const std::map<std::string, void*>& outputs);
+
+class graph_exec;
 
 class executable {
 public:
@@ -30,14 +55,27 @@ public:
     profile_result profile(const std::map<std::string, argument>& params,
                            const profile_options& options);
 
+    // See compiled_program::run_on_device; `memory` comes from resolve_device_pointers, and is
+    // checked here to be device or managed memory of this program's device.
+    void run_on_device(const device_pointers& memory, const device_run_options& options);
+
 private:
     struct state;
-    // One binding of a run: the parameters uploaded, the outputs allocated, and every step's
-    // kernel argument pointers resolved, so that the steps can be launched any number of times.
+    // Device copies of host parameters and fresh output buffers (run and profile).
+    struct device_copies;
+    device_copies upload(const std::map<std::string, argument>& params);
+    // Every step's kernel argument pointers resolved for one set of parameter and output
+    // addresses, so that the steps can be launched (or captured) any number of times.
     struct bindings;
-    bindings bind(const std::map<std::string, argument>& params);
-    // Launches step i of the program on the stream with b's arguments.
-    void launch_step(bindings& b, std::size_t i);
+    bindings bind(const device_pointers& memory) const;
+    // Launches step i of the program on stream s with b's arguments.
+    void launch_step(bindings& b, std::size_t i, cudaStream_t s);
+    // Launches every step in order on s.
+    void launch_all(bindings& b, cudaStream_t s);
+    // Every step captured into a CUDA graph with b's arguments, instantiated.
+    graph_exec capture(bindings& b);
+    // The instantiated graph for memory's addresses: from the cache, or captured and cached.
+    const graph_exec& graph_for(const device_pointers& memory);
 
     const lowered_program& program_;
     std::unique_ptr<state> state_;
