@@ -206,6 +206,13 @@ TEST(CudaOps, ReductionsSoftmaxArg) {
         for (bool max : {true, false})
             check_case(std::string(max ? "argmax " : "argmin ") + ts,
                        unary(op::arg_reduce{max, 1, true, false}, t, {4, 50, 3}));
+        // Many rows of at most 1024 contiguous elements: a warp per row.
+        check_case("softmax warp per row " + ts, unary(op::softmax{2, false}, t, {4, 96, 200}));
+        check_case("log_softmax warp per row " + ts, unary(op::softmax{1, true}, t, {300, 1000}));
+        check_case("reduce_sum warp per row " + ts,
+                   unary(op::reduce{op::reduce_kind::sum, {1}, false, false}, t, {300, 130}));
+        check_case("argmax warp per row " + ts,
+                   unary(op::arg_reduce{true, 1, false, false}, t, {512, 77}));
     }
     check_case("reduce_sum i64",
                unary(op::reduce{op::reduce_kind::sum, {1}, true, false}, dtype::i64, {4, 100}));
@@ -218,6 +225,12 @@ TEST(CudaOps, Normalisation) {
             auto x = param(m, "x", t, {4, 7, 96});
             auto s = param(m, "s", t, {96});
             auto b = param(m, "b", t, {96});
+            m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {x, s, b})});
+        });
+        check_case("layer_norm warp per row " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {4, 70, 768});
+            auto s = param(m, "s", t, {768});
+            auto b = param(m, "b", t, {768});
             m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {x, s, b})});
         });
         check_case("batch_norm " + ts, [&](module& m) {

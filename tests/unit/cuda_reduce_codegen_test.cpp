@@ -134,9 +134,17 @@ TEST(CudaReduceCodegen, ManyOutputsAdjacentInMemoryGetOneThreadEach) {
     const operation op = reduce_op(op::reduce_kind::sum, {0}, false);
     const auto k = compile(op, {shape{dtype::f32, {1000, 8192}}});
     EXPECT_EQ(k.launch.grid[0], 8192u / 256);
-    // The same reduction of a transposed input reads its rows contiguously: a block each.
+    // The same reduction of a transposed input reads its rows contiguously: rows of at most
+    // 1024 elements a warp each (8 per block of 256 threads), longer rows a block each.
     const auto kt = compile(op, {transposed_shape(dtype::f32, {1000, 8192}, {1, 0})});
-    EXPECT_EQ(kt.launch.grid[0], 8192u);
+    EXPECT_EQ(kt.launch.grid[0], 8192u / 8);
+    EXPECT_EQ(kt.launch.block[0], 256u);
+    const auto long_rows = compile(op, {transposed_shape(dtype::f32, {2000, 8192}, {1, 0})});
+    EXPECT_EQ(long_rows.launch.grid[0], 8192u);
+    // Few rows keep a block each, so that the rows' work still spreads over the GPU.
+    const auto few =
+        compile(reduce_op(op::reduce_kind::sum, {1}, false), {shape{dtype::f32, {100, 1000}}});
+    EXPECT_EQ(few.launch.grid[0], 100u);
 }
 
 TEST(CudaReduceCodegen, AnyInputAndOutputStrides) {

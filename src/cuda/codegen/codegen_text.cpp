@@ -146,6 +146,7 @@ launch_dims linear_launch(std::size_t items, unsigned block) {
 
 launch_dims row_mapping::launch() const {
     if (thread_per_row) return linear_launch(rows, block);
+    if (warp_per_row) return linear_launch(rows * 32, block);
     CONFLUX_ASSERT(rows <= int32_limit, "row_mapping: ", rows, " rows need too many blocks");
     launch_dims l;
     l.grid = {unsigned(rows), 1, 1};
@@ -161,6 +162,15 @@ std::string row_mapping::prologue(const std::string& indent) const {
                "const cx_index row = static_cast<cx_index>(cx_thread);\n" + indent +
                "const cx_index first = 0;\n" + indent + "const cx_index step = 1;\n";
     }
+    if (warp_per_row) {
+        // A warp past the last row leaves as a whole, so the others' shuffles stay complete.
+        return indent + "const long long cx_warp = static_cast<long long>(blockIdx.x) * " +
+               std::to_string(block / 32) + " + threadIdx.x / 32u;\n" + indent +
+               "if (cx_warp >= " + integer_literal(rows) + ") return;\n" + indent +
+               "const cx_index row = static_cast<cx_index>(cx_warp);\n" + indent +
+               "const cx_index first = static_cast<cx_index>(threadIdx.x % 32u);\n" + indent +
+               "const cx_index step = 32;\n";
+    }
     return indent + "const cx_index row = static_cast<cx_index>(blockIdx.x);\n" + indent +
            "const cx_index first = static_cast<cx_index>(threadIdx.x);\n" + indent +
            "const cx_index step = " + std::to_string(block) + ";\n";
@@ -168,6 +178,7 @@ std::string row_mapping::prologue(const std::string& indent) const {
 
 std::string row_mapping::combine(const std::string& value, const std::string& op) const {
     if (thread_per_row) return value;
+    if (warp_per_row) return "cx_warp_allreduce(" + value + ", " + op + ")";
     return "cx_block_reduce(" + value + ", " + op + ")";
 }
 
@@ -179,7 +190,9 @@ row_mapping choose_row_mapping(std::size_t rows, std::size_t row_length,
     const bool short_rows = row_length < 32;
     const bool coalesced_across_rows = !fastest_axis_reduced && rows >= 4096 && row_length <= 4096;
     m.thread_per_row = short_rows || coalesced_across_rows || rows > int32_limit;
-    if (m.thread_per_row) {
+    m.warp_per_row = !m.thread_per_row && fastest_axis_reduced && row_length <= 1024 &&
+                     rows >= 256 && rows * 32 <= int32_limit;
+    if (m.thread_per_row || m.warp_per_row) {
         m.block = 256;
     } else {
         m.block = 32;

@@ -70,19 +70,22 @@ std::string integer_literal(std::size_t v);
 launch_dims linear_launch(std::size_t items, unsigned block);
 
 // How the rows of a reduction (the elements reduced into one result) are spread over threads:
-// a block per row whose threads stride over the row and combine through cx_block_reduce, or one
-// thread per row looping over it. Short rows waste a block; many rows whose neighbours are
-// adjacent in memory (the fastest-varying input axis is not reduced) read coalesced only with a
-// thread per row.
+// a block per row whose threads stride over the row and combine through cx_block_reduce, a warp
+// per row (several rows per block) combining through shuffles alone, or one thread per row
+// looping over it. Short rows waste a block; many rows whose neighbours are adjacent in memory
+// (the fastest-varying input axis is not reduced) read coalesced only with a thread per row; many
+// rows of at most 1024 contiguous elements (attention's softmax, a transformer's layer norm) go
+// a warp each: a block per row there spends its time in barriers and block scheduling.
 struct row_mapping {
     bool thread_per_row = false;
+    bool warp_per_row = false;
     unsigned block = 256; // threads per block; a multiple of 32
     std::size_t rows = 0;
     std::size_t row_length = 0;
 
     launch_dims launch() const;
     // Declares `row` (the row this thread works on, returning early past the last one in
-    // thread-per-row mode), `first` and `step` (this thread's elements of the row are
+    // thread- and warp-per-row modes), `first` and `step` (this thread's elements of the row are
     // first, first + step, ...).
     std::string prologue(const std::string& indent) const;
     // The value every thread of the row needs, combined from each thread's `value` with the

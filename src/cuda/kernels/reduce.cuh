@@ -124,6 +124,22 @@ template <class T, class Op> __device__ __forceinline__ T cx_warp_reduce(T v, Op
     return v;
 }
 
+template <class T> __device__ __forceinline__ T cx_shfl(T v, int lane) {
+    return __shfl_sync(0xffffffffu, v, lane);
+}
+template <class T> __device__ __forceinline__ cx_arg<T> cx_shfl(cx_arg<T> v, int lane) {
+    cx_arg<T> r;
+    r.value = __shfl_sync(0xffffffffu, v.value, lane);
+    r.index = __shfl_sync(0xffffffffu, v.index, lane);
+    return r;
+}
+
+// Every lane gets lane 0's combination, so all lanes see the same bits (the butterfly combines
+// in a different order on each lane, and a row's elements must all be scaled by one sum).
+template <class T, class Op> __device__ __forceinline__ T cx_warp_allreduce(T v, Op op) {
+    return cx_shfl(cx_warp_reduce(v, op), 0);
+}
+
 // Every thread of the block gets the combination of all threads' values. blockDim.x must be a
 // multiple of 32 and at most 1024, and every thread of the block must call it. The warps'
 // partials are combined in warp order by every thread, so all threads see the same bits. Safe to
