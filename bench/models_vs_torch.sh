@@ -5,12 +5,13 @@
 # output checked against PyTorch's on the same input. Build and pack first with
 # `scripts/gpu_suite.sh pack` (carry .gpu). Logs and JSON lines go to $OUT.
 #   bench/models_vs_torch.sh [RESNET_BATCHES [ENCODER_BATCHES]]   defaults "1 32 256" "1 32"
-# COMMIT names the record (default: git's HEAD when the tree is a checkout).
+# COMMIT names the record (default: what the pack was built from, .gpu/COMMIT).
 # TUNE=none|quick|exhaustive (default quick) is passed to conflux; tuning a batch size from cold
-# caches takes a minute or more (ResNet-50), so the whole default run needs more than one
-# 10-minute call: give the batch sizes in parts. The problem cache is kept between parts: it is
-# read from bench/.cache/problems.sqlite when that exists (carry bench/.cache) and written back
-# to $OUT/problems.sqlite.
+# caches takes a minute or more (ResNet-50), so from cold caches the whole default run needs
+# more than one 10-minute call: give the batch sizes in parts ("" for none). The problem cache is
+# kept between calls: it is read from bench/.cache/problems.sqlite when that exists (carry
+# bench/.cache) and written back to $OUT/problems.sqlite. With it warm, the whole default run
+# takes about 5 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -18,8 +19,8 @@ OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 bin=.gpu/bin/conflux
 [ -x $bin ] || { echo "no $bin: run scripts/gpu_suite.sh pack first" >&2; exit 2; }
-resnet_batches=${1:-"1 32 256"}
-encoder_batches=${2:-"1 32"}
+resnet_batches=${1-"1 32 256"} # "" runs none
+encoder_batches=${2-"1 32"}
 work=$(mktemp -d)
 [ -f bench/.cache/problems.sqlite ] && cp bench/.cache/problems.sqlite "$work/problems.sqlite" &&
     chmod u+w "$work/problems.sqlite"
@@ -63,6 +64,6 @@ done
 rm -rf "$work"
 # One JSON record of this run (copy it to bench/results/DATE_models.json; bench/compare
 # prints what got worse against the previous one).
-python3 bench/collect_models.py "$OUT" "${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" \
+python3 bench/collect_models.py "$OUT" "${COMMIT:-$(cat .gpu/COMMIT 2>/dev/null || echo unknown)}" \
     "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)" >"$OUT/models.json" &&
     echo "record: $OUT/models.json"

@@ -19,6 +19,9 @@ pack() {
         build/bin/conflux_bench_conv_layers build/bin/gpu_problem_cache_test \
         build/bin/gpu_device_binding_test .gpu/bin/
     strip .gpu/bin/*
+    # What the binaries were built from (the device's copy of the tree may carry a stale .git).
+    echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include tools || echo +changes)" \
+        >.gpu/COMMIT
     tar czf .gpu/testdata.tgz -C /usr/share/libonnx-testdata/data \
         node pytorch-converted pytorch-operator simple
     du -sh .gpu
