@@ -8,14 +8,11 @@
 # Logs and JSON lines go to $OUT (a temporary directory when unset).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. bench/device_env.sh
 configs=${1:-4}
 layers=${2:-all}
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
 work=$(mktemp -d)
-bin=.gpu/bin/conflux_bench_conv_layers
-[ -x $bin ] || { echo "no $bin: run scripts/gpu_suite.sh pack first" >&2; exit 2; }
+packed conflux_bench_conv_layers
 
 date -u +"%Y-%m-%d %H:%M UTC"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader

@@ -14,11 +14,8 @@
 # takes about 5 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
-bin=.gpu/bin/conflux
-[ -x $bin ] || { echo "no $bin: run scripts/gpu_suite.sh pack first" >&2; exit 2; }
+. bench/device_env.sh
+packed conflux
 resnet_batches=${1-"1 32 256"} # "" runs none
 encoder_batches=${2-"1 32"}
 work=$(mktemp -d)
@@ -30,7 +27,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 models=()
 [ -n "$resnet_batches" ] && models+=(resnet50)
 [ -n "$encoder_batches" ] && models+=(encoder)
-python3 bench/torch_models.py export "$work" "${models[@]}" 2>&1 | grep -v Warning | tail -3
+[ ${#models[@]} = 0 ] ||
+    python3 bench/torch_models.py export "$work" "${models[@]}" 2>&1 | grep -v Warning | tail -3
 
 for model in "${models[@]}"; do
     [ -f "$work/$model.onnx" ] || { echo "$model: not exported"; continue; }

@@ -6,11 +6,8 @@
 # first with `scripts/gpu_suite.sh pack` (carry .gpu). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
-bin=.gpu/bin/conflux
-[ -x $bin ] || { echo "no $bin: run scripts/gpu_suite.sh pack first" >&2; exit 2; }
+. bench/device_env.sh
+packed conflux
 model=/tmp/resnet50_f16_b32.onnx
 python3 bench/make_resnet50.py $model --batch 32 --fp16 || exit 2
 work=$(mktemp -d)

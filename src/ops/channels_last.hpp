@@ -1,7 +1,7 @@
 // Axis orders of channels-last ops (convolution, pooling with channels_last set): their data is
 // [N, spatial..., C] where ONNX's is [N, C, spatial...]. Such an op is evaluated as its ONNX form
 // over a permuted view of its inputs (the reference reads through strides, so nothing is copied)
-// and only its result is reordered.
+// and only its result is reordered. layout_nhwc uses the same orders for its transposes.
 #pragma once
 
 #include "conflux/ir/shape.hpp"

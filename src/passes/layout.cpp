@@ -17,25 +17,16 @@
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/views.hpp"
+#include "ops/channels_last.hpp"
 #include "passes/simplify_rewrites.hpp"
 
 namespace conflux {
 
 namespace {
 
-std::vector<std::int64_t> channels_last_perm(std::size_t rank) {
-    std::vector<std::int64_t> p{0};
-    for (std::size_t i = 2; i < rank; ++i)
-        p.push_back(static_cast<std::int64_t>(i));
-    p.push_back(1);
-    return p;
-}
-
-std::vector<std::int64_t> channels_first_perm(std::size_t rank) {
-    std::vector<std::int64_t> p{0, static_cast<std::int64_t>(rank - 1)};
-    for (std::size_t i = 1; i + 1 < rank; ++i)
-        p.push_back(static_cast<std::int64_t>(i));
-    return p;
+// The axis orders as transpose permutations.
+std::vector<std::int64_t> permutation(const std::vector<std::size_t>& order) {
+    return {order.begin(), order.end()};
 }
 
 // NHWC memory seen through NCHW lens: packed, channels fastest (and not also standard, as a
@@ -48,8 +39,8 @@ bool is_channels_last_data(const shape& s) {
 void wrap_channels_last(module& m, instruction_ref ins, const operation& channels_last_op,
                         std::size_t transposed_inputs) {
     const std::size_t rank = ins->get_shape().rank();
-    const op::transpose to_last{channels_last_perm(rank)};
-    const op::transpose to_first{channels_first_perm(rank)};
+    const op::transpose to_last{permutation(op::to_channels_last(rank))};
+    const op::transpose to_first{permutation(op::to_channels_first(rank))};
     std::vector<instruction_ref> inputs;
     for (std::size_t i = 0; i < transposed_inputs; ++i)
         inputs.push_back(m.insert_instruction(ins, to_last, {ins->inputs()[i]}));
