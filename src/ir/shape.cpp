@@ -1,5 +1,7 @@
 #include "conflux/ir/shape.hpp"
 
+#include "conflux/util/checked_size.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -12,13 +14,48 @@ dims shape::standard_strides(const dims& lens) {
     return strides;
 }
 
+namespace {
+
+// Every shape is checked where it is made, so no later product of its lens or strides (element
+// counts, byte sizes, offsets, the strides of a reshape) can wrap. Sizes come from models,
+// options and files: a shape past the bound is the user's error; the op or node that asked for
+// it is named by whoever catches it (the importer prefixes the node).
+void check_lens(const dims& lens) {
+    CONFLUX_USER_CHECK(bounded_extent(lens).has_value(), "shape [", to_string(lens),
+                       "] has more than ", max_tensor_elements_text,
+                       " elements, the most a tensor may have");
+}
+
+// The largest offset the strides reach, or nullopt past the bound. Axes of len 0 and 1 reach
+// nothing, whatever their stride.
+std::optional<std::size_t> bounded_last_offset(const dims& lens, const dims& strides) {
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < lens.size(); ++i) {
+        if (lens[i] <= 1) continue;
+        auto reach = mul_size(lens[i] - 1, strides[i]);
+        if (!reach) return std::nullopt;
+        auto sum = add_size(last, *reach);
+        if (!sum) return std::nullopt;
+        last = *sum;
+    }
+    return last;
+}
+
+} // namespace
+
 shape::shape(dtype type, dims lens) : type_(type), lens_(std::move(lens)) {
+    check_lens(lens_);
     strides_ = standard_strides(lens_);
 }
 
 shape::shape(dtype type, dims lens, dims strides)
     : type_(type), lens_(std::move(lens)), strides_(std::move(strides)) {
     CONFLUX_ASSERT(lens_.size() == strides_.size(), "lens and strides differ in rank");
+    check_lens(lens_);
+    CONFLUX_USER_CHECK(bounded_last_offset(lens_, strides_).has_value(), "shape [",
+                       to_string(lens_), "] with strides [", to_string(strides_),
+                       "] spans more than ", max_tensor_elements_text,
+                       " elements, the most a tensor may have");
 }
 
 shape::shape(std::vector<shape> elements) : tuple_(true), sub_shapes_(std::move(elements)) {}

@@ -4,6 +4,9 @@
 #include "conflux/onnx/import.hpp"
 #include "conflux/passes/dce.hpp"
 
+#include "conflux/util/checked_size.hpp"
+#include "conflux/util/printable.hpp"
+#include "conflux/util/read_file.hpp"
 #include "onnx/node_context.hpp"
 
 #include <cerrno>
@@ -52,11 +55,14 @@ dims input_lens(const ::onnx::ValueInfoProto& vi, const import_options& options)
     for (int i = 0; i < model_dims.size(); ++i) {
         const auto& d = model_dims.Get(i);
         if (d.has_dim_value()) {
-            CONFLUX_USER_CHECK(d.dim_value() >= 0, "input '", name, "': dim ", i, " is negative (",
-                               d.dim_value(), ")");
-            lens.push_back(std::size_t(d.dim_value()));
+            lens.push_back(
+                checked_dim(d.dim_value(), detail::concat("input '", name, "': dim ", i)));
         } else if (i == 0) {
-            lens.push_back(options.batch.value_or(1));
+            const std::size_t batch = options.batch.value_or(1);
+            CONFLUX_USER_CHECK(batch <= max_tensor_elements, "input '", name, "': dim 0 (--batch ",
+                               batch, ") is larger than ", max_tensor_elements_text,
+                               ", the most elements a tensor may have");
+            lens.push_back(batch);
         } else {
             std::string what = d.has_dim_param() && !d.dim_param().empty()
                                    ? "'" + d.dim_param() + "'"
@@ -75,7 +81,11 @@ shape input_shape(const ::onnx::ValueInfoProto& vi, const import_options& option
     auto type = to_dtype(elem);
     CONFLUX_USER_CHECK(type.has_value(), "input '", vi.name(), "' has element type ",
                        onnx_type_name(elem), ", which is not supported");
-    return {*type, input_lens(vi, options)};
+    // Named here rather than by the shape constructor: the lens come from the model, --batch or
+    // --input-dim, and f32[2^62+1, 4] must not pass as 4 elements.
+    auto lens = input_lens(vi, options);
+    checked_elements(lens, "input '" + vi.name() + "'");
+    return {*type, lens};
 }
 
 std::int64_t default_opset(const ::onnx::ModelProto& model, const std::string& what) {
@@ -129,7 +139,11 @@ private:
                            "sparse initializers are not supported");
         for (const auto& t : graph_.initializer()) {
             CONFLUX_USER_CHECK(!t.name().empty(), what_, ": an initializer has no name");
+            // Last writer would win, silently: the graph means one of them, we cannot tell which.
+            CONFLUX_USER_CHECK(values_.count(t.name()) == 0, what_, ": initializer '", t.name(),
+                               "' is listed twice");
             values_[t.name()] = main().add_literal(to_argument(t));
+            producers_[t.name()] = "initializer";
         }
     }
 
@@ -154,6 +168,7 @@ private:
                 values_[vi.name()] = main().add_literal(c->second);
             else
                 values_[vi.name()] = main().add_parameter(vi.name(), s);
+            producers_[vi.name()] = "graph input";
         }
         for (const auto& [name, value] : options_.constant_inputs)
             CONFLUX_USER_CHECK(names.count(name) != 0 && values_.count(name) != 0, what_,
@@ -186,6 +201,8 @@ private:
             // The prefix ends in ": "; an unknown op needs no further reason.
             throw node_error(p.substr(0, p.size() - 2));
         }
+        check_unique_attributes(node, probe);
+        check_new_outputs(node, probe);
         const auto& builder = it->second;
         auto count = std::size_t(node.input_size());
         if (count < builder.min_inputs || count > builder.max_inputs) {
@@ -226,6 +243,30 @@ private:
             if (std::size_t(i) >= outputs.size() || outputs[std::size_t(i)] == nullptr)
                 ctx.unsupported("output ", i, " ('", name, "') is not supported");
             values_[name] = outputs[std::size_t(i)];
+            producers_[name] =
+                detail::concat("node '", probe.node_name(), "' (", node.op_type(), ")");
+        }
+    }
+
+    // Attribute lookup takes the first of a name; a second one would be ignored silently.
+    static void check_unique_attributes(const ::onnx::NodeProto& node, const node_context& ctx) {
+        std::set<std::string> names;
+        for (const auto& a : node.attribute())
+            if (!names.insert(a.name()).second)
+                ctx.fail("attribute '", a.name(), "' is given twice");
+    }
+
+    // ONNX graphs are in SSA form: every value has one producer. A second one would silently
+    // redirect every later reader (and an input or initializer would stop being used).
+    void check_new_outputs(const ::onnx::NodeProto& node, const node_context& ctx) const {
+        std::set<std::string> own;
+        for (const auto& name : node.output()) {
+            if (name.empty()) continue;
+            if (!own.insert(name).second)
+                ctx.fail("output '", name, "' is listed twice among its outputs");
+            if (auto p = producers_.find(name); p != producers_.end())
+                ctx.fail("output '", name, "' is already defined by ", p->second,
+                         " (a value may have only one producer)");
         }
     }
 
@@ -249,14 +290,14 @@ private:
     std::int64_t opset_ = 0;
     program prog_;
     std::unordered_map<std::string, instruction_ref> values_;
+    // What defined each value, for messages: "initializer", "graph input", "node 'n' (Relu)".
+    std::unordered_map<std::string, std::string> producers_;
 };
 
 } // namespace
 
 std::string one_line(std::string s) {
-    for (auto& ch : s)
-        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-    return s;
+    return printable(s);
 }
 
 const op_table& onnx_op_table() {
@@ -281,6 +322,9 @@ program import_model_bytes(std::string_view bytes, const import_options& options
                            model.ParseFromArray(bytes.data(), int(bytes.size())),
                        what, ": not a valid ONNX model (the protobuf data does not parse)");
     CONFLUX_USER_CHECK(model.has_graph(), what, ": not a valid ONNX model (it has no graph)");
+    // ir_version is required; 0 (or missing) is what an empty or foreign protobuf parses to.
+    CONFLUX_USER_CHECK(model.ir_version() > 0, what,
+                       ": not a valid ONNX model (its ir_version is missing or 0)");
     CONFLUX_USER_CHECK(model.graph().output_size() != 0, what,
                        ": not a valid ONNX model (the graph has no outputs)");
     return graph_importer(model, options, what).run();
@@ -289,13 +333,9 @@ program import_model_bytes(std::string_view bytes, const import_options& options
 }
 
 program import_model(const std::string& path, const import_options& options) {
-    std::error_code ec;
-    CONFLUX_USER_CHECK(!std::filesystem::is_directory(path, ec), path,
-                       ": is a directory, not an ONNX model file");
-    std::ifstream f(path, std::ios::binary);
-    CONFLUX_USER_CHECK(f.good(), path, ": cannot open model file (", std::strerror(errno), ")");
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    CONFLUX_USER_CHECK(!f.bad(), path, ": cannot read model file");
+    // Protobuf cannot parse a message of 2 GiB or more.
+    constexpr std::uint64_t max_model_bytes = (std::uint64_t{1} << 31) - 1;
+    const std::string bytes = read_regular_file(path, max_model_bytes, "model");
     return import_model_bytes(bytes, options, path);
 }
 

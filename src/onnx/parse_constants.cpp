@@ -3,6 +3,8 @@
 // in Conflux, so these always become literals and the ops never reach the program.
 #include "onnx/node_context.hpp"
 
+#include "conflux/util/checked_size.hpp"
+
 #include <cmath>
 #include <cstring>
 
@@ -11,6 +13,8 @@ namespace conflux::onnx {
 namespace {
 
 using outputs = std::vector<instruction_ref>;
+// GCC and Clang's 128-bit integer; __extension__ keeps -Wpedantic quiet about it.
+__extension__ typedef __int128 int128;
 
 // Results built here have no size limit of their own; stop absurd requests before allocating.
 constexpr std::size_t max_generated_elements = std::size_t{1} << 31;
@@ -38,15 +42,14 @@ outputs build_size(node_context& c) {
 outputs build_constant_of_shape(node_context& c) {
     auto spec = c.constant_ints(0, "input");
     dims lens;
-    std::size_t total = 1;
     for (auto d : spec) {
         if (d < 0) c.fail("shape has negative dim ", d);
         lens.push_back(std::size_t(d));
-        if (d != 0 && total > max_generated_elements / std::size_t(d))
-            total = max_generated_elements + 1;
-        total *= std::size_t(d);
     }
-    if (total > max_generated_elements) c.fail("the result [", to_string(lens), "] is too large");
+    // bounded_extent counts empty axes as 1, so [0, 2^62] is refused too: its strides would wrap.
+    if (!bounded_extent(lens, max_generated_elements))
+        c.fail("the result [", to_string(lens), "] is too large");
+    const std::size_t total = checked_elements(lens, "the result");
     argument value = from_vector(dtype::f32, {1}, std::vector<float>{0.0f});
     if (auto given = c.attr_tensor("value")) {
         if (given->get_shape().elements() != 1)
@@ -78,12 +81,30 @@ outputs build_range(node_context& c) {
         T l = to_vector<T>(limit).front();
         T d = to_vector<T>(delta).front();
         if (d == T(0)) c.fail("delta must not be 0");
-        double count_d = std::ceil((double(l) - double(s)) / double(d));
-        if (!(count_d <= double(max_generated_elements))) c.fail("the range has too many elements");
-        auto count = std::size_t(std::max(count_d, 0.0));
-        std::vector<T> values(count);
-        for (std::size_t i = 0; i < count; ++i)
-            values[i] = T(s + T(i) * d);
+        std::size_t count = 0;
+        std::vector<T> values;
+        if constexpr (std::is_integral_v<T>) {
+            // Exact in 128 bits: a double rounds 2^63 - 2 and 2^63 - 1 to the same value, and
+            // start + i * delta may leave int64 before it is known to stay below limit.
+            const auto span = int128(l) - int128(s);
+            const auto step = int128(d);
+            int128 n = 0;
+            if (step > 0 && span > 0) n = (span + step - 1) / step;
+            if (step < 0 && span < 0) n = (-span + -step - 1) / -step;
+            if (n > int128(max_generated_elements)) c.fail("the range has too many elements");
+            count = std::size_t(n);
+            values.resize(count);
+            for (std::size_t i = 0; i < count; ++i)
+                values[i] = T(int128(s) + int128(i) * step);
+        } else {
+            double count_d = std::ceil((double(l) - double(s)) / double(d));
+            if (!(count_d <= double(max_generated_elements)))
+                c.fail("the range has too many elements");
+            count = std::size_t(std::max(count_d, 0.0));
+            values.resize(count);
+            for (std::size_t i = 0; i < count; ++i)
+                values[i] = T(s + T(i) * d);
+        }
         out = from_vector<T>(type, {count}, values);
     });
     return {c.add_literal(out)};

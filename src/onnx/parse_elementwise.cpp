@@ -153,7 +153,8 @@ void add_elementwise_ops(op_table& t) {
         {"Xor", K::logical_xor},
     };
     for (auto [name, kind] : binary)
-        t[name] = {2, 2, [kind](node_context& c) -> outputs {
+        // An init-capture: clang 14 (the fuzzing build) cannot capture a structured binding.
+        t[name] = {2, 2, [kind = kind](node_context& c) -> outputs {
                        return {c.elementwise(kind, {c.input(0), c.input(1)})};
                    }};
 

@@ -88,7 +88,8 @@ void add_reduce_ops(op_table& t) {
     };
     for (auto [name, kind] : reductions) {
         std::int64_t axes_input_opset = kind == R::sum ? 13 : 18;
-        t[name] = {1, 2, [kind, axes_input_opset](node_context& c) {
+        // An init-capture: clang 14 (the fuzzing build) cannot capture a structured binding.
+        t[name] = {1, 2, [kind = kind, axes_input_opset](node_context& c) {
                        return build_reduce(c, kind, axes_input_opset);
                    }};
     }

@@ -6,6 +6,7 @@
 
 #include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/views.hpp"
+#include "conflux/util/checked_size.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -43,8 +44,13 @@ outputs build_reshape(node_context& c) {
         }
     }
     const auto total = product(in);
+    if (infer) lens[*infer] = 1;
+    // Checked before any product is taken: [2^62+1, 4] multiplies out to 4 and would pass as a
+    // reshape of 4 elements.
+    if (!bounded_extent(lens))
+        c.fail("shape [", to_string(lens), "] has more than ", max_tensor_elements_text,
+               " elements, the most a tensor may have");
     if (infer) {
-        lens[*infer] = 1;
         auto known = product(lens);
         if (known == 0 || total % known != 0)
             c.fail("cannot reshape ", to_string(x->get_shape()), " to the shape given (",
@@ -128,8 +134,14 @@ outputs build_expand(node_context& c) {
         if (d < 0) c.fail("shape has negative dim ", d);
         target.push_back(std::size_t(d));
     }
+    if (!bounded_extent(target))
+        c.fail("shape [", to_string(target), "] has more than ", max_tensor_elements_text,
+               " elements, the most a tensor may have");
     // Expand broadcasts both ways: a 1 in `shape` keeps the input's length.
     auto lens = op::broadcast_lens("Expand", {x->get_shape().lens(), target});
+    if (!bounded_extent(lens))
+        c.fail("the result [", to_string(lens), "] has more than ", max_tensor_elements_text,
+               " elements, the most a tensor may have");
     return {c.broadcast_to(x, lens)};
 }
 
@@ -217,20 +229,43 @@ outputs build_pad(node_context& c) {
     if (pads.size() != 2 * rank) c.fail("pads needs ", 2 * rank, " values, got ", pads.size());
     for (auto v : pads)
         if (v < 0) c.unsupported("negative pads (cropping) are not supported");
+    for (std::size_t d = 0; d < rank; ++d) {
+        auto grown = add_size(x->get_shape().lens()[d], checked_dim(pads[d], "pads"));
+        if (grown) grown = add_size(*grown, checked_dim(pads[rank + d], "pads"));
+        if (!grown)
+            c.fail("pads ", pads[d], " and ", pads[rank + d], " make axis ", d, " of length ",
+                   x->get_shape().lens()[d], " longer than ", max_tensor_elements_text);
+    }
     if (std::all_of(pads.begin(), pads.end(), [](auto v) { return v == 0; })) return {x};
     p.pads = pads;
     return {c.add(p, {x})};
 }
 
+// Constant indices are checked here, naming the node: out of range, the reference would
+// refuse them only when run, and a GPU kernel must not be handed them at all.
+void check_constant_indices(node_context& c, std::size_t len, std::int64_t axis) {
+    auto v = c.constant_input(1);
+    if (!v || !is_integral(v->get_shape().type()) || v->get_shape().type() == dtype::boolean)
+        return;
+    const auto n = std::int64_t(len);
+    auto idx = to_vector<std::int64_t>(*v);
+    for (std::size_t i = 0; i < idx.size(); ++i)
+        if (idx[i] < -n || idx[i] >= n)
+            c.fail("index ", idx[i], " (element ", i, " of the indices) is out of range [", -n,
+                   ", ", n, ") for axis ", axis, " of length ", len);
+}
+
 outputs build_gather(node_context& c) {
     auto x = c.input(0);
     auto axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
+    check_constant_indices(c, x->get_shape().lens()[std::size_t(axis)], axis);
     return {c.add(op::gather{axis}, {x, c.input(1)})};
 }
 
 outputs build_gather_elements(node_context& c) {
     auto x = c.input(0);
     auto axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
+    check_constant_indices(c, x->get_shape().lens()[std::size_t(axis)], axis);
     return {c.add(op::gather_elements{axis}, {x, c.input(1)})};
 }
 
@@ -253,7 +288,7 @@ outputs build_split(node_context& c) {
         if (n <= 0) c.fail("there is nothing to split into");
         if (c.opset() >= 18 && c.has_attr("num_outputs")) {
             // Since opset 18 the last chunk may be smaller.
-            std::int64_t chunk = (len + n - 1) / n;
+            std::int64_t chunk = len / n + (len % n != 0 ? 1 : 0);
             for (std::int64_t off = 0, i = 0; i < n; ++i, off += chunk)
                 sizes.push_back(std::max<std::int64_t>(0, std::min(chunk, len - off)));
         } else {
@@ -266,7 +301,9 @@ outputs build_split(node_context& c) {
     std::int64_t total = 0;
     for (auto s : sizes) {
         if (s < 0) c.fail("split sizes must not be negative");
-        total += s;
+        auto sum = add_i64(total, s);
+        if (!sum) c.fail("split sizes add up to more than ", len, ", the length of axis ", axis);
+        total = *sum;
     }
     if (total != len)
         c.fail("split sizes add up to ", total, " but axis ", axis, " has length ", len);
@@ -295,11 +332,19 @@ outputs build_tile(node_context& c) {
     dims out;
     for (std::size_t i = 0; i < lens.size(); ++i) {
         if (repeats[i] < 0) c.fail("repeats must not be negative, got ", repeats[i]);
+        checked_dim(repeats[i], "repeats");
         axes.push_back(std::int64_t(2 * i));
         wide.push_back(std::size_t(repeats[i]));
         wide.push_back(lens[i]);
-        out.push_back(std::size_t(repeats[i]) * lens[i]);
+        auto len = mul_size(std::size_t(repeats[i]), lens[i]);
+        if (!len)
+            c.fail("repeating axis ", i, " of length ", lens[i], " ", repeats[i],
+                   " times gives more than ", max_tensor_elements_text, " elements");
+        out.push_back(*len);
     }
+    if (!bounded_extent(out))
+        c.fail("the result [", to_string(out), "] has more than ", max_tensor_elements_text,
+               " elements, the most a tensor may have");
     auto y = c.add(op::unsqueeze{axes}, {x});
     y = c.broadcast_to(y, wide);
     return {c.add(op::reshape{out}, {y})};

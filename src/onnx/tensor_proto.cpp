@@ -1,7 +1,10 @@
 // TensorProto -> argument. Data comes either as little-endian raw_data or in the typed repeated
 // fields; ONNX stores every type narrower than 32 bits (f16/bf16 bit patterns, i8, u8, bool)
 // in int32_data.
+#include "conflux/util/read_file.hpp"
 #include "onnx/node_context.hpp"
+
+#include "conflux/util/checked_size.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -79,23 +82,12 @@ argument to_argument(const TensorProto& t) {
                        onnx_type_name(t.data_type()), ", which is not supported");
 
     dims lens;
-    bool empty = false;
     for (auto d : t.dims()) {
         CONFLUX_USER_CHECK(d >= 0, "tensor '", name, "' has a negative dim (", d, ")");
         lens.push_back(std::size_t(d));
-        empty = empty || d == 0;
     }
-    // Guard the element count against overflow; the data check below bounds it by the file.
-    std::size_t elements = 1;
-    if (!empty) {
-        for (auto d : lens) {
-            CONFLUX_USER_CHECK(elements <= (std::size_t{1} << 48) / d, "tensor '", name,
-                               "' is too large (", to_string(lens), ")");
-            elements *= d;
-        }
-    } else {
-        elements = 0;
-    }
+    // Bounded before anything is multiplied; the data checks below then bound it by the file.
+    const std::size_t elements = checked_elements(lens, "tensor '" + name + "'");
 
     shape s{*type, lens};
     const std::size_t esize = size_of(*type);
@@ -153,10 +145,8 @@ argument to_argument(const TensorProto& t) {
 }
 
 argument read_tensor_file(const std::string& path, std::string* name) {
-    std::ifstream f(path, std::ios::binary);
-    CONFLUX_USER_CHECK(f.good(), path, ": cannot open tensor file (", std::strerror(errno), ")");
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    CONFLUX_USER_CHECK(!f.bad(), path, ": cannot read tensor file");
+    // Protobuf cannot parse a message of 2 GiB or more.
+    const std::string bytes = read_regular_file(path, (std::uint64_t{1} << 31) - 1, "tensor file");
     TensorProto t;
     CONFLUX_USER_CHECK(bytes.size() < std::size_t(std::numeric_limits<int>::max()) &&
                            t.ParseFromArray(bytes.data(), int(bytes.size())),

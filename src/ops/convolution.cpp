@@ -1,6 +1,7 @@
 #include "conflux/ops/convolution.hpp"
 
 #include "channels_last.hpp"
+#include "conflux/util/checked_size.hpp"
 #include "conflux/util/parallel_for.hpp"
 
 #include <algorithm>
@@ -39,6 +40,14 @@ conv_params normalise(const convolution& c, std::size_t nd) {
         if (!c.dilation.empty()) p.dilation[i] = c.dilation[i];
         CONFLUX_USER_CHECK(p.stride[i] > 0, op, ": stride must be positive");
         CONFLUX_USER_CHECK(p.dilation[i] > 0, op, ": dilation must be positive");
+        // Bounded like a len, a padded axis (len + both pads) and every tap position then fit
+        // in a signed 64-bit integer, which the evaluation's offsets rely on.
+        for (auto [value, what] :
+             {std::pair{p.pad_begin[i], "padding"}, std::pair{p.pad_end[i], "padding"},
+              std::pair{p.stride[i], "stride"}, std::pair{p.dilation[i], "dilation"}})
+            CONFLUX_USER_CHECK(value <= max_tensor_elements, op, ": ", what, " ", value,
+                               " of spatial axis ", i, " is larger than ",
+                               max_tensor_elements_text);
     }
     return p;
 }
@@ -98,7 +107,7 @@ shape convolution::nchw_shape(const shape& x, const shape& w) const {
     auto p = normalise(*this, nd);
     const auto& xl = x.lens();
     const auto& wl = w.lens();
-    CONFLUX_USER_CHECK(xl[1] == wl[1] * group, op, ": input has ", xl[1],
+    CONFLUX_USER_CHECK(mul_size(wl[1], group) == xl[1], op, ": input has ", xl[1],
                        " channels but weights expect ", wl[1], " x group ", group, " = ",
                        wl[1] * group);
     CONFLUX_USER_CHECK(wl[0] % group == 0, op, ": ", wl[0],
@@ -106,7 +115,12 @@ shape convolution::nchw_shape(const shape& x, const shape& w) const {
     dims out{xl[0], wl[0]};
     for (std::size_t i = 0; i < nd; ++i) {
         CONFLUX_USER_CHECK(wl[i + 2] > 0, op, ": kernel axis ", i, " is empty");
-        std::size_t extent = p.dilation[i] * (wl[i + 2] - 1) + 1;
+        auto dilated = mul_size(p.dilation[i], wl[i + 2] - 1);
+        CONFLUX_USER_CHECK(dilated.has_value(), op, ": spatial axis ", i, ": the kernel of ",
+                           wl[i + 2], " taps dilated by ", p.dilation[i], " spans more than ",
+                           max_tensor_elements_text, " positions");
+        std::size_t extent = *dilated + 1;
+        // Each term is at most 2^48 (normalise and the shape bound): no wrap.
         std::size_t padded = xl[i + 2] + p.pad_begin[i] + p.pad_end[i];
         CONFLUX_USER_CHECK(padded >= extent, op, ": spatial axis ", i, " has padded size ", padded,
                            ", smaller than the dilated kernel extent ", extent);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "conflux/util/checked_size.hpp"
 #include "op_helpers.hpp"
 
 namespace conflux::op {
@@ -63,7 +64,10 @@ shape concat::compute_shape(const std::vector<shape>& in) const {
                                " [", to_string(s.lens()), "] differs from input 0 [",
                                to_string(first.lens()), "] in axis ", d, " (concat axis ", axis,
                                ")");
-        lens[ax] += s.lens()[ax];
+        auto sum = add_size(lens[ax], s.lens()[ax]);
+        CONFLUX_USER_CHECK(sum.has_value(), name(), ": the inputs together are longer than ",
+                           max_tensor_elements_text, " in axis ", axis);
+        lens[ax] = *sum;
     }
     return {first.type(), lens};
 }
@@ -108,7 +112,11 @@ shape pad::compute_shape(const std::vector<shape>& in) const {
         CONFLUX_USER_CHECK(mode == pad_mode::constant || s.lens()[d] > 0 || (b == 0 && e == 0),
                            name(), ": ", pad_mode_name(mode), " mode cannot pad axis ", d,
                            ", which is empty");
-        lens[d] += std::size_t(b + e);
+        auto grown = add_size(s.lens()[d], std::size_t(b));
+        if (grown) grown = add_size(*grown, std::size_t(e));
+        CONFLUX_USER_CHECK(grown.has_value(), name(), ": pads ", b, " and ", e, " make axis ", d,
+                           " of length ", s.lens()[d], " longer than ", max_tensor_elements_text);
+        lens[d] = *grown;
     }
     return {s.type(), lens};
 }

@@ -1,6 +1,7 @@
 #include "conflux/ops/pooling.hpp"
 
 #include "channels_last.hpp"
+#include "conflux/util/checked_size.hpp"
 #include "conflux/util/parallel_for.hpp"
 
 #include <algorithm>
@@ -41,6 +42,15 @@ pool_params normalise(const pooling& p, std::size_t nd) {
         CONFLUX_USER_CHECK(p.lengths[i] > 0, op, ": window axis ", i, " is empty");
         CONFLUX_USER_CHECK(r.stride[i] > 0, op, ": stride must be positive");
         CONFLUX_USER_CHECK(r.dilation[i] > 0, op, ": dilation must be positive");
+        // Bounded like a len, a padded axis and every tap position then fit in a signed
+        // 64-bit integer, which the window arithmetic relies on.
+        for (auto [value, what] :
+             {std::pair{p.lengths[i], "window"}, std::pair{r.pad_begin[i], "padding"},
+              std::pair{r.pad_end[i], "padding"}, std::pair{r.stride[i], "stride"},
+              std::pair{r.dilation[i], "dilation"}})
+            CONFLUX_USER_CHECK(value <= max_tensor_elements, op, ": ", what, " ", value,
+                               " of spatial axis ", i, " is larger than ",
+                               max_tensor_elements_text);
     }
     return r;
 }
@@ -54,6 +64,15 @@ struct axis_window {
     std::size_t padded_taps = 0;
 };
 
+// The number of taps t in [0, len) with start + t * d < bound (d > 0).
+std::size_t taps_below(std::ptrdiff_t start, std::ptrdiff_t bound, std::size_t len,
+                       std::ptrdiff_t d) {
+    if (bound <= start) return 0;
+    return std::min(len, std::size_t((bound - start + d - 1) / d));
+}
+
+// Closed forms rather than a walk over the taps: a window may be as long as its (bounded)
+// padded axis, and walking it once per output position would take quadratic time.
 std::vector<axis_window> axis_windows(std::size_t in_len, std::size_t out_len, std::size_t len,
                                       std::size_t stride, std::size_t dilation,
                                       std::size_t pad_begin, std::size_t pad_end) {
@@ -63,16 +82,9 @@ std::vector<axis_window> axis_windows(std::size_t in_len, std::size_t out_len, s
     for (std::size_t o = 0; o < out_len; ++o) {
         auto& w = ws[o];
         w.start = std::ptrdiff_t(o * stride) - std::ptrdiff_t(pad_begin);
-        w.first = len;
-        w.last = 0;
-        for (std::size_t t = 0; t < len; ++t) {
-            std::ptrdiff_t pos = w.start + std::ptrdiff_t(t) * d;
-            if (pos >= 0 && pos < n) {
-                w.first = std::min(w.first, t);
-                w.last = t + 1;
-            }
-            if (pos < n + std::ptrdiff_t(pad_end)) ++w.padded_taps;
-        }
+        w.first = w.start >= 0 ? 0 : std::min(len, std::size_t((-w.start + d - 1) / d));
+        w.last = taps_below(w.start, n, len, d);
+        w.padded_taps = taps_below(w.start, n + std::ptrdiff_t(pad_end), len, d);
         if (w.first >= w.last) w.first = w.last = 0;
     }
     return ws;
@@ -118,7 +130,18 @@ shape pooling::nchw_shape(const shape& x) const {
     dims out{x.lens()[0], x.lens()[1]};
     for (std::size_t i = 0; i < nd; ++i) {
         const std::size_t in_len = x.lens()[i + 2];
-        const std::size_t extent = p.dilation[i] * (lengths[i] - 1) + 1;
+        auto dilated = mul_size(p.dilation[i], lengths[i] - 1);
+        CONFLUX_USER_CHECK(dilated.has_value(), op, ": spatial axis ", i, ": the window of ",
+                           lengths[i], " taps dilated by ", p.dilation[i], " spans more than ",
+                           max_tensor_elements_text, " positions");
+        const std::size_t extent = *dilated + 1;
+        // ONNX requires pads smaller than the window: a window entirely in the padding has no
+        // value (-inf for max, 0/0 for average).
+        CONFLUX_USER_CHECK(p.pad_begin[i] < extent && p.pad_end[i] < extent, op, ": spatial axis ",
+                           i, " has pads ", p.pad_begin[i], " and ", p.pad_end[i],
+                           ", not smaller than the window extent ", extent,
+                           " (a window would lie entirely in the padding)");
+        // Each term is at most 2^48 (normalise and the shape bound): no wrap.
         const std::size_t padded = in_len + p.pad_begin[i] + p.pad_end[i];
         CONFLUX_USER_CHECK(padded >= extent, op, ": spatial axis ", i, " has padded size ", padded,
                            ", smaller than the window extent ", extent);

@@ -1,5 +1,6 @@
 #include "conflux/ops/views.hpp"
 
+#include "conflux/util/checked_size.hpp"
 #include "ops/strided_loop.hpp"
 
 #include <algorithm>
@@ -106,7 +107,10 @@ template <class Op> argument eval_view(const Op& op, const std::vector<argument>
 } // namespace
 
 std::optional<shape> reshape_as_view(const shape& in, const dims& lens) {
-    CONFLUX_ASSERT(in.elements() == product(lens.begin(), lens.end()),
+    // The group matching below walks past the end of `lens` when its product only equals the
+    // input's by wrapping around.
+    CONFLUX_ASSERT(bounded_extent(lens).has_value() &&
+                       in.elements() == product(lens.begin(), lens.end()),
                    "reshape_as_view: element counts differ");
     if (in.elements() == 0) return shape{in.type(), lens};
     // Old axes of len 1 constrain nothing. The rest are matched with the new axes in groups of
@@ -146,7 +150,7 @@ std::optional<shape> reshape_as_view(const shape& in, const dims& lens) {
 
 shape reshape::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
-    const std::size_t n = product(lens.begin(), lens.end());
+    const std::size_t n = checked_elements(lens, "reshape: target");
     CONFLUX_USER_CHECK(n == s.elements(), "reshape: cannot reshape [", to_string(s.lens()), "] (",
                        s.elements(), " elements) to [", to_string(lens), "] (", n, " elements)");
     if (auto v = reshape_as_view(s, lens)) return *v;
@@ -386,7 +390,10 @@ std::pair<shape, std::size_t> slice_view(const shape& s, const std::vector<slice
     std::size_t offset = 0;
     for (std::size_t i = 0; i < s.rank(); ++i) {
         lens[i] = plan[i].len;
-        strides[i] = s.strides()[i] * static_cast<std::size_t>(plan[i].step);
+        // A step longer than the axis takes one element; its product with the stride could
+        // wrap and would address nothing anyway.
+        strides[i] = plan[i].len <= 1 ? s.strides()[i]
+                                      : s.strides()[i] * static_cast<std::size_t>(plan[i].step);
         offset += static_cast<std::size_t>(plan[i].start) * s.strides()[i];
     }
     shape out = normalized(shape{s.type(), lens, strides});
@@ -408,7 +415,10 @@ argument slice_copy(const argument& a, const std::vector<slice_axis>& plan) {
     std::vector<std::int64_t> step_stride(s.rank());
     for (std::size_t i = 0; i < s.rank(); ++i) {
         base += plan[i].start * static_cast<std::int64_t>(s.strides()[i]);
-        step_stride[i] = plan[i].step * static_cast<std::int64_t>(s.strides()[i]);
+        // Only axes that take two or more elements step; their step times stride stays inside
+        // the input, where a longer step's product could overflow.
+        step_stride[i] =
+            plan[i].len <= 1 ? 0 : plan[i].step * static_cast<std::int64_t>(s.strides()[i]);
     }
     dims idx(s.rank(), 0);
     std::int64_t offset = base;

@@ -3,6 +3,10 @@
 // padded with spaces to an alignment boundary and ended by '\n'; the raw data follows.
 #include "conflux/util/npy.hpp"
 
+#include "conflux/util/checked_size.hpp"
+
+#include "conflux/util/read_file.hpp"
+
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -159,12 +163,12 @@ dtype parse_descr(const std::string& descr, const std::string& path) {
                      "' (supported: f2 f4 f8 i1 u1 i4 i8 b1)");
 }
 
+// Far above any input a GPU takes; the bound keeps a sparse or runaway file from being read
+// into memory whole.
+constexpr std::uint64_t max_npy_bytes = std::uint64_t{16} << 30;
+
 std::string read_file_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    CONFLUX_USER_CHECK(in, "cannot open '", path, "': ", std::strerror(errno));
-    std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    CONFLUX_USER_CHECK(!in.bad(), "cannot read '", path, "'");
-    return bytes;
+    return read_regular_file(path, max_npy_bytes, ".npy file");
 }
 
 std::uint32_t read_le(std::string_view bytes, std::size_t pos, std::size_t n) {
@@ -216,6 +220,9 @@ argument read_npy(const std::string& path) {
     npy_header h =
         header_parser(std::string_view(bytes).substr(8 + len_bytes, header_len), path).parse();
     dtype type = parse_descr(h.descr, path);
+    // Before any product of the dims: (2^62+1, 4) multiplies out to 4 elements and would pass
+    // as 16 data bytes.
+    checked_elements(h.lens, "'" + path + "'");
 
     // Fortran order is column-major: the first axis is fastest, so the strides are the prefix
     // products of the lens. The data is kept as it is and read through those strides.

@@ -230,6 +230,24 @@ TEST_F(npy, bad_files_are_user_errors) {
     EXPECT_NE(error_of(path("missing.npy")).find("cannot open"), std::string::npos);
 }
 
+// A shape whose element count wraps (2^62+1 times 4 is 4 modulo 2^64) must not be read as 4
+// elements matching 16 data bytes.
+TEST_F(npy, a_shape_past_the_size_bound_is_a_user_error) {
+    write_file(
+        path("w.npy"),
+        npy_bytes(1,
+                  "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387905, 4), }",
+                  raw<float>({1, 2, 3, 4})));
+    auto msg = error_of(path("w.npy"));
+    EXPECT_NE(msg.find("w.npy"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("4611686018427387905"), std::string::npos) << msg;
+
+    write_file(path("n.npy"),
+               npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }",
+                         raw<float>({1})));
+    EXPECT_NE(error_of(path("n.npy")).find("n.npy"), std::string::npos);
+}
+
 TEST_F(npy, unwritable_path_is_a_user_error) {
     auto a = from_vector<float>(dtype::f32, {1}, std::vector<float>{1});
     EXPECT_THROW(write_npy(path("no/such/dir/a.npy"), a), user_error);

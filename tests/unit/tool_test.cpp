@@ -4,6 +4,8 @@
 
 #include "conflux/cuda/target.hpp"
 
+#include "test_files.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,22 +16,10 @@
 #include <unistd.h>
 
 using namespace conflux;
+using namespace conflux::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct tool_result {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::ostringstream os;
-    os << in.rdbuf();
-    return os.str();
-}
 
 class tool : public ::testing::Test {
 protected:
@@ -41,19 +31,9 @@ protected:
     }
     void TearDown() override { fs::remove_all(dir_); }
 
-    // env: NAME='VALUE' assignments for the child only (the test's own environment is never
-    // changed).
+    // env: NAME='VALUE' assignments for the child only.
     tool_result run(const std::string& args, const std::string& env = "") const {
-        auto out = dir_ / "stdout.txt";
-        auto err = dir_ / "stderr.txt";
-        std::string cmd = env + " '" + CONFLUX_TOOL + "' " + args + " >'" + out.string() + "' 2>'" +
-                          err.string() + "'";
-        int status = std::system(cmd.c_str());
-        tool_result r;
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        r.out = slurp(out);
-        r.err = slurp(err);
-        return r;
+        return run_tool(args, dir_, env);
     }
 
     static std::string example() {
@@ -294,7 +274,10 @@ TEST_F(tool, cache_import_of_a_bad_file_is_a_user_error) {
 
 TEST_F(tool, cache_warns_about_a_bad_store_and_goes_on) {
     const auto store = dir_ / "problems.sqlite";
-    std::ofstream(store) << "this is not a database, but it is long enough to look like one......"
+    // SQLite's header, then garbage: a corrupt store (a file that is not a database at all is
+    // refused instead, see bad_files_test.cpp).
+    std::ofstream(store) << std::string("SQLite format 3\0", 16)
+                         << "this is not a database, but it is long enough to look like one......"
                             "................................................................";
     auto r = run("cache list --problem-cache '" + store.string() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.err;

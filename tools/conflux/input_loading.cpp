@@ -2,6 +2,7 @@
 
 #include "conflux/onnx/import.hpp"
 #include "conflux/util/npy.hpp"
+#include "conflux/util/printable.hpp"
 
 #include <filesystem>
 #include <ostream>
@@ -66,7 +67,7 @@ ref::parameter_map bind_inputs(const module& m, const std::vector<input_file>& f
     for (auto* p : params) {
         const auto& name = p->get_operator().get_if<op::param>()->name_;
         if (bound.contains(name)) continue;
-        notes << "conflux: input '" << name << "' not given: using random "
+        notes << "conflux: input '" << printable(name) << "' not given: using random "
               << to_string(p->get_shape().as_standard()) << " (seed " << seed << ")\n";
         bound.emplace(name, random_argument(p->get_shape(), rng));
     }

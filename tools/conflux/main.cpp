@@ -2,14 +2,17 @@
 // or option), 3 an internal error (a Conflux bug); command-line syntax errors exit with CLI11's
 // code.
 #include "commands.hpp"
+#include "escaping_output.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "conflux/util/printable.hpp"
 
 #include <iostream>
 #include <new>
 
 int main(int argc, char** argv) {
     using namespace conflux::tool;
+    const escaping_output escaped;
     CLI::App app{"Conflux: an ONNX inference compiler for NVIDIA GPUs", "conflux"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "conflux 0.1.0");
@@ -28,17 +31,17 @@ int main(int argc, char** argv) {
         for (const auto& c : commands)
             if (c.app->parsed()) return c.run();
     } catch (const conflux::user_error& e) {
-        std::cerr << "conflux: error: " << e.what() << "\n";
+        std::cerr << "conflux: error: " << conflux::printable(e.what()) << "\n";
         return 2;
     } catch (const conflux::internal_error& e) {
-        std::cerr << "conflux: internal error: " << e.what() << "\n";
+        std::cerr << "conflux: internal error: " << conflux::printable(e.what()) << "\n";
         return 3;
     } catch (const std::bad_alloc&) {
         std::cerr << "conflux: error: out of memory\n";
         return 2;
     } catch (const std::exception& e) {
         // Anything else escaping the library is a bug: it should have been one of the above.
-        std::cerr << "conflux: internal error: " << e.what() << "\n";
+        std::cerr << "conflux: internal error: " << conflux::printable(e.what()) << "\n";
         return 3;
     }
     std::cerr << "conflux: internal error: no command ran\n";

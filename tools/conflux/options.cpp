@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include "conflux/cuda/problem_cache.hpp"
+#include "conflux/util/printable.hpp"
 
 #include <charconv>
 #include <cstdio>
@@ -65,9 +66,7 @@ onnx::import_options to_import_options(const model_options& options) {
 }
 
 program load_model(const model_options& options) {
-    std::error_code ec;
-    CONFLUX_USER_CHECK(std::filesystem::is_regular_file(options.model, ec), "model '",
-                       options.model, "' does not exist or is not a file");
+    // import_model reads only a regular file of bounded size, and names the path otherwise.
     return onnx::import_model(options.model, to_import_options(options));
 }
 
@@ -157,7 +156,7 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
         // A live status line on a terminal; elsewhere only the summary after the compile.
         if (::isatty(::fileno(stderr)) != 0)
             c.tuning_status = [](const std::string& line, bool done) {
-                std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), done ? "\n" : "");
+                std::fprintf(stderr, "\r\033[K%s%s", printable(line).c_str(), done ? "\n" : "");
                 std::fflush(stderr);
             };
     }

@@ -27,7 +27,7 @@ void add_model_options(CLI::App& command, model_options& options);
 // Parses --input-dim and --batch; a malformed value is a user_error quoting it.
 onnx::import_options to_import_options(const model_options& options);
 
-// Imports the model, checking first that the file exists so the message is about the path.
+// Imports the model; a path that is not a regular file is a user_error naming it.
 program load_model(const model_options& options);
 
 // --input NAME=FILE (repeatable) and --seed for the inputs not given.

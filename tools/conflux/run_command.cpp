@@ -7,6 +7,7 @@
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/util/npy.hpp"
+#include "conflux/util/printable.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -65,11 +66,16 @@ std::string summarise(const argument& value) {
     return os.str();
 }
 
-// Output names become file names: a '/' would point into a directory that does not exist.
+// Output names become file names. A name from the model must not leave the directory ('/',
+// "..", "."), nor put control characters into a file name (they reach every later `ls`), nor
+// exceed what a file system takes (255 bytes, with ".npy" and a suffix after it). Such
+// characters become '_'; the caller says when a name was changed.
 std::string file_name_for(const std::string& name, std::size_t index) {
+    constexpr std::size_t max_stem = 200;
     std::string out = name;
     for (auto& c : out)
-        if (c == '/' || c == '\\') c = '_';
+        if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
+    if (out.size() > max_stem) out = out.substr(0, max_stem) + "_" + std::to_string(index);
     if (out.empty() || out == "." || out == "..") out = "output" + std::to_string(index);
     return out;
 }
@@ -107,8 +113,8 @@ int run(const run_options& options) {
                    " values but names ", names.size());
     for (std::size_t i = 0; i < results.size(); ++i) {
         const shape& s = results[i].get_shape();
-        std::cout << names[i] << ": " << to_string(s.as_standard()) << "  " << summarise(results[i])
-                  << "\n";
+        std::cout << printable(names[i]) << ": " << to_string(s.as_standard()) << "  "
+                  << summarise(results[i]) << "\n";
     }
     double ms = std::chrono::duration<double, std::milli>(stop - start).count();
     std::cout << "time: " << format_number(ms) << " ms (target " << target << ")\n";
@@ -122,14 +128,21 @@ int run(const run_options& options) {
         std::set<std::string> used;
         for (std::size_t i = 0; i < results.size(); ++i) {
             std::string base = file_name_for(names[i], i);
+            const bool sanitised = base != names[i];
             // Two names may sanitise alike ("a/b" and "a_b"); keep both files.
-            if (!used.insert(base).second) {
+            const bool taken = used.contains(base);
+            while (!used.insert(base).second)
                 base += "_" + std::to_string(i);
-                used.insert(base);
-            }
             auto path = (fs::path(options.output_dir) / (base + ".npy")).string();
             write_npy(path, results[i]);
-            std::cout << "wrote " << path << "\n";
+            std::cout << "wrote " << path;
+            if (sanitised)
+                std::cout << " (output '" << printable(names[i])
+                          << "': its name is not a usable file name as it is)";
+            else if (taken)
+                std::cout << " (output '" << printable(names[i])
+                          << "': another output's file has that name)";
+            std::cout << "\n";
         }
     }
     return 0;
@@ -144,7 +157,8 @@ command add_run_command(CLI::App& app) {
     add_target_options(*sub, options->target);
     add_input_options(*sub, options->input);
     sub->add_option("--output-dir", options->output_dir,
-                    "Write each output to DIR/<output name>.npy")
+                    "Write each output to DIR/<output name>.npy ('/', control characters and the "
+                    "names '.' and '..' are replaced, and said so)")
         ->type_name("DIR");
     sub->add_flag("--optimize", options->optimize,
                   "Reference target: run the target-independent passes (simplify, layout, "

@@ -2,7 +2,10 @@
 // - the logical element at index (i0..in) lives at offset sum(ik * stride_k) elements from the
 //   buffer start; strides may be any non-negative values, including 0 (broadcast);
 // - "standard" means row-major packed (strides are the suffix products of lens);
-// - nothing assumes a standard shape silently: ops read their inputs through the strides given.
+// - nothing assumes a standard shape silently: ops read their inputs through the strides given;
+// - every shape is bounded (util/checked_size.hpp): its lens hold at most 2^48 elements and its
+//   strides reach at most 2^48 elements (the constructors throw a user_error otherwise), so
+//   element counts, offsets and byte sizes computed from a shape never wrap.
 #pragma once
 
 #include "conflux/ir/dtype.hpp"
