@@ -4,6 +4,8 @@
 
 #include "conflux/ir/errors.hpp"
 
+#include "test_files.hpp"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -20,21 +22,10 @@
 
 using namespace conflux;
 using namespace conflux::cuda;
+using namespace conflux::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream os;
-    os << in.rdbuf();
-    return os.str();
-}
-
-void write_text(const fs::path& p, const std::string& text) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << text;
-}
 
 cache_entry entry(int i, const std::string& config = "128x128x32_w2x2_s3_k1") {
     const std::string slot = "conv2d f32 n1c64h56w56 k64r3s3 sig" + std::to_string(i);
@@ -135,7 +126,7 @@ TEST_F(problem_cache_test, export_then_import_gives_equal_entries) {
     auto store = open();
     for (int i = 0; i < 3; ++i)
         store.put(entry(i));
-    store.put(entry(7, "config with \"quotes\"\nand a newline"));
+    store.put(entry(7, "config with \"quotes\" and a \\ backslash"));
     store.export_json(dir_ / "export.json");
     EXPECT_NE(slurp(dir_ / "export.json").find("\"conflux_problem_cache\": 1"), std::string::npos);
 
@@ -159,6 +150,12 @@ TEST_F(problem_cache_test, a_bad_import_is_a_user_error_and_changes_nothing) {
         {"missing_field.json", "{\"conflux_problem_cache\": 1, \"entries\": [" + good +
                                    R"(, {"slot": "b", "key": "b k", "device": "sm_90/132",
                                    "generator_version": "gemm-5", "time_ms": 1}]})"},
+        {"control_character.json", "{\"conflux_problem_cache\": 1, \"entries\": [" + good +
+                                       R"(, {"slot": "b", "key": "b\u001bk", "device": "sm_90/132",
+             "generator_version": "gemm-5", "config": "c", "time_ms": 1}]})"},
+        {"infinite_time.json", "{\"conflux_problem_cache\": 1, \"entries\": [" + good +
+                                   R"(, {"slot": "b", "key": "b k", "device": "sm_90/132",
+                                   "generator_version": "gemm-5", "config": "c", "time_ms": 1e999}]})"},
         {"bad_time.json", "{\"conflux_problem_cache\": 1, \"entries\": [" + good +
                               R"(, {"slot": "b", "key": "b k", "device": "sm_90/132",
                               "generator_version": "gemm-5", "config": "c", "time_ms": "1"}]})"},
@@ -192,6 +189,9 @@ TEST_F(problem_cache_test, a_garbage_file_is_moved_aside_and_a_fresh_store_start
     std::mt19937 rng(7);
     for (auto& c : garbage)
         c = static_cast<char>(rng());
+    // A corrupt database: SQLite's header, garbage after it. (A file that does not even start
+    // like a database is refused and left alone: bad_files_test.cpp.)
+    garbage.replace(0, 16, std::string("SQLite format 3\0", 16));
     write_text(path_, garbage);
     {
         auto store = open();

@@ -5,6 +5,7 @@
 
 #include "conflux/cuda/problem_cache.hpp"
 #include "conflux/ir/errors.hpp"
+#include "conflux/util/printable.hpp"
 
 #include <algorithm>
 #include <iomanip>
@@ -45,11 +46,12 @@ int list(const cache_options& options) {
     const auto entries = store.list();
     // Columns are aligned so that a listing reads as a table; the key (long) comes last.
     std::size_t config_width = 6, time_width = 4, device_width = 6, version_width = 9;
+    // A store may have been written by anything; what it holds is shown escaped.
     for (const auto& e : entries) {
-        config_width = std::max(config_width, e.config.size());
+        config_width = std::max(config_width, printable(e.config).size());
         time_width = std::max(time_width, format_time(e.time_ms).size());
-        device_width = std::max(device_width, e.device.size());
-        version_width = std::max(version_width, e.generator_version.size());
+        device_width = std::max(device_width, printable(e.device).size());
+        version_width = std::max(version_width, printable(e.generator_version).size());
     }
     const auto row = [&](const std::string& config, const std::string& time,
                          const std::string& device, const std::string& version,
@@ -61,7 +63,8 @@ int list(const cache_options& options) {
     };
     if (!entries.empty()) row("config", "time", "device", "generator", "key");
     for (const auto& e : entries)
-        row(e.config, format_time(e.time_ms), e.device, e.generator_version, e.key);
+        row(printable(e.config), format_time(e.time_ms), printable(e.device),
+            printable(e.generator_version), printable(e.key));
     std::cout << entries.size() << " entries in " << store.path().string() << "\n";
     return 0;
 }

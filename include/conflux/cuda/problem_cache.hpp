@@ -5,9 +5,14 @@
 // either the whole entry or none. Entries are only ever complete winners; nothing marks a problem
 // as being tuned.
 //
-// The store is an optimization and never stops a compile: a file that is not a Conflux problem
-// cache is moved aside (never deleted) and a fresh one is started, and a path that cannot be
-// written gives a store that lives in memory for this process. Both say so through `warn`.
+// The store is an optimization and hardly ever stops a compile: an SQLite file that is not a
+// Conflux problem cache (corrupt, or another program's database) is moved aside (never deleted)
+// and a fresh one is started, and a path that cannot be written gives a store that lives in
+// memory for this process. Both say so through `warn`. What it never does is write to a file
+// that may not be its own: a path that is a symlink, not a regular file, another user's file, or
+// a non-empty file that is not an SQLite database is refused (a user_error naming the path),
+// and is left as it is. New files are created 0600 and new parent directories 0700, as the
+// entries steer which kernels run.
 //
 // The header is public (not under src/cuda/tuning/, where the implementation lives) because the
 // command-line tool's `conflux cache` lists, exports and clears it through the library's API.
@@ -43,11 +48,13 @@ class problem_cache {
 public:
     using warn_fn = std::function<void(const std::string&)>;
 
-    // Opens the store at `path`, creating it and its parent directories. Never throws for what
-    // the file holds or for where it lives:
-    //  - a file that is not an SQLite database, is corrupt, or is another program's database is
-    //    renamed to PATH.corrupt-<unix time> (with its journal files) and a fresh store is
-    //    created at `path`;
+    // Opens the store at `path`, creating it (0600) and its parent directories (0700):
+    //  - a symlink, anything but a regular file, another user's file, or a non-empty file that
+    //    does not start with SQLite's header is a user_error naming the path; nothing is
+    //    written to it;
+    //  - an SQLite database that is corrupt or another program's is renamed to
+    //    PATH.corrupt-<unix time> (with its journal files) and a fresh store is created at
+    //    `path`;
     //  - a path that cannot be written (or a file that cannot be moved aside) gives a store in
     //    memory for this process; persistent() is false. Entries a read-only file holds are
     //    copied into it, so a read-only shared cache still answers finds.
@@ -76,8 +83,11 @@ public:
     // user_error naming it.
     void export_json(const std::filesystem::path& file) const;
     // Adds (or replaces, by slot) the entries of a file export_json wrote; returns how many. A
-    // missing file, bad JSON, a wrong format marker or an entry missing a field is a user_error
-    // naming the file, and then nothing is changed.
+    // path that is not a regular file (of at most 256 MiB), bad JSON (numbers past a double's
+    // range included), a wrong format marker, or an entry with a missing or mistyped field, a
+    // field longer than 4096 characters or holding a control character, or a time_ms that is
+    // not a finite non-negative number is a user_error naming the file (and the entry), and
+    // then nothing is changed.
     std::size_t import_json(const std::filesystem::path& file);
 
     // False for in_memory() and for a store that fell back to memory.

@@ -1,15 +1,17 @@
 #include "cuda/runtime/kernel_cache.hpp"
 
+#include "conflux/util/read_file.hpp"
 #include "cuda/runtime/embedded_headers.hpp"
 #include "cuda/runtime/nvrtc_compiler.hpp"
 #include "util/user_cache_dir.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <system_error>
 #include <thread>
 
@@ -52,18 +54,21 @@ bool read_u64(const std::vector<char>& in, std::size_t& pos, std::uint64_t& v) {
     return true;
 }
 
-std::optional<std::vector<char>> read_file(const fs::path& path) {
-    // The size comes from the open file, not the path: a store may rename a new file over the
-    // path meanwhile.
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) return std::nullopt;
-    const std::streamoff size = in.tellg();
+// The entry file `name` in the directory dir_fd, when it is one this user alone could have
+// written. The size comes from the open file, not the path: a store may rename a new file over
+// the path meanwhile.
+std::optional<std::vector<char>> read_entry_file(int dir_fd, const std::string& name) {
     // Far above any cubin; a file this large is not an entry and is not worth reading.
-    constexpr std::streamoff max_entry_size = std::streamoff(1) << 30;
-    if (size < 0 || size > max_entry_size || !in.seekg(0)) return std::nullopt;
-    std::vector<char> bytes(static_cast<std::size_t>(size));
-    if (!in.read(bytes.data(), size)) return std::nullopt;
-    return bytes;
+    constexpr std::uint64_t max_entry_size = std::uint64_t(1) << 30;
+    std::string why;
+    const auto bytes = try_read_regular_file(name,
+                                             {.max_size = max_entry_size,
+                                              .dir_fd = dir_fd,
+                                              .follow_symlinks = false,
+                                              .private_file = true},
+                                             why);
+    if (!bytes) return std::nullopt;
+    return std::vector<char>(bytes->begin(), bytes->end());
 }
 
 // The cubin in an entry file's bytes if they are a whole entry for exactly this key.
@@ -88,37 +93,48 @@ std::optional<std::vector<char>> parse_entry(const std::vector<char>& bytes,
 }
 
 // A name no other thread or process writing into the same directory uses at the same time.
-fs::path temporary_name(const fs::path& dir, const std::string& stem) {
+std::string temporary_name(const std::string& stem) {
     static std::atomic<unsigned long long> counter{0};
     const auto thread = std::hash<std::thread::id>{}(std::this_thread::get_id());
-    return dir / (stem + ".tmp-" + std::to_string(::getpid()) + "-" + hex_64(thread) + "-" +
-                  std::to_string(counter++));
+    return stem + ".tmp-" + std::to_string(::getpid()) + "-" + hex_64(thread) + "-" +
+           std::to_string(counter++);
 }
 
-// Writes bytes to path through a temporary file and a rename; the error's text on failure.
-std::optional<std::string> write_atomically(const fs::path& path, const std::vector<char>& bytes) {
-    const fs::path temp = temporary_name(path.parent_path(), path.filename().string());
-    {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        if (!out)
-            return "cannot create " + temp.string() + ": " +
-                   std::error_code(errno, std::generic_category()).message();
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        out.close();
-        if (!out) {
-            std::error_code ignored;
-            fs::remove(temp, ignored);
-            return "cannot write " + temp.string();
+std::string errno_text() {
+    return std::strerror(errno);
+}
+
+// Writes bytes to the file `name` in directory dir_fd (shown as dir in messages) through a
+// temporary file created 0600 and a rename; the error's text on failure.
+std::optional<std::string> write_atomically(int dir_fd, const fs::path& dir,
+                                            const std::string& name,
+                                            const std::vector<char>& bytes) {
+    const std::string temp = temporary_name(name);
+    const auto shown = [&](const std::string& n) { return (dir / n).string(); };
+    // O_EXCL: never reuse (or write through) something already at the temporary name.
+    const int fd =
+        ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return "cannot create " + shown(temp) + ": " + errno_text();
+    std::size_t done = 0;
+    std::optional<std::string> error;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            error = "cannot write " + shown(temp) + ": " + errno_text();
+            break;
         }
+        done += static_cast<std::size_t>(n);
     }
-    std::error_code ec;
-    fs::rename(temp, path, ec);
-    if (ec) {
-        std::error_code ignored;
-        fs::remove(temp, ignored);
-        return "cannot rename " + temp.string() + " to " + path.string() + ": " + ec.message();
-    }
-    return std::nullopt;
+    if (::close(fd) != 0 && !error) error = "cannot write " + shown(temp) + ": " + errno_text();
+    if (!error && ::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0)
+        error = "cannot rename " + shown(temp) + " to " + shown(name) + ": " + errno_text();
+    if (error) ::unlinkat(dir_fd, temp.c_str(), 0);
+    return error;
+}
+
+std::string entry_name(const std::string& key) {
+    return hex_64(fnv1a_64(key)) + ".cxkc";
 }
 
 } // namespace
@@ -156,22 +172,33 @@ kernel_cache::kernel_cache(std::optional<fs::path> dir, warn_fn warn)
                 "XDG_CACHE_HOME, HOME is set");
         return;
     }
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec || !fs::is_directory(dir_, ec)) {
-        disable("cannot create directory " + dir_.string() + ": " +
-                (ec ? ec.message() : std::string("it is not a directory")));
+    if (const std::string error = create_private_directories(dir_); !error.empty()) {
+        disable(error);
+        return;
+    }
+    // O_NONBLOCK: the path may name a FIFO, whose open would wait for a writer.
+    dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    if (dir_fd_ < 0) {
+        disable("cannot open directory " + dir_.string() + ": " + errno_text());
+        return;
+    }
+    if (const std::string why = untrusted_directory_reason(dir_fd_, dir_); !why.empty()) {
+        disable(why);
         return;
     }
     // Permission bits alone do not say whether a write will succeed (root, read-only mounts),
     // so try one.
-    const fs::path probe = temporary_name(dir_, ".probe");
-    if (const auto error = write_atomically(probe, {})) {
+    const std::string probe = temporary_name(".probe");
+    if (const auto error = write_atomically(dir_fd_, dir_, probe, {})) {
         disable("directory " + dir_.string() + " is not writable: " + *error);
         return;
     }
-    fs::remove(probe, ec);
+    ::unlinkat(dir_fd_, probe.c_str(), 0);
     enabled_ = true;
+}
+
+kernel_cache::~kernel_cache() {
+    if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 void kernel_cache::disable(const std::string& why) {
@@ -182,15 +209,14 @@ void kernel_cache::disable(const std::string& why) {
 }
 
 fs::path kernel_cache::entry_path(const kernel_source& k, const std::string& arch) const {
-    return dir_ / (hex_64(fnv1a_64(kernel_cache_key(k, arch))) + ".cxkc");
+    return dir_ / entry_name(kernel_cache_key(k, arch));
 }
 
 std::optional<std::vector<char>> kernel_cache::load(const kernel_source& k,
                                                     const std::string& arch) {
     if (enabled()) {
         const std::string key = kernel_cache_key(k, arch);
-        const fs::path path = dir_ / (hex_64(fnv1a_64(key)) + ".cxkc");
-        if (auto bytes = read_file(path)) {
+        if (auto bytes = read_entry_file(dir_fd_, entry_name(key))) {
             if (auto cubin = parse_entry(*bytes, key)) {
                 ++hits_;
                 return cubin;
@@ -213,8 +239,7 @@ void kernel_cache::store(const kernel_source& k, const std::string& arch,
     append_u64(bytes, cubin.size());
     append_u64(bytes, fnv1a_64(std::string_view(cubin.data(), cubin.size())));
     bytes.insert(bytes.end(), cubin.begin(), cubin.end());
-    const fs::path path = dir_ / (hex_64(fnv1a_64(key)) + ".cxkc");
-    if (const auto error = write_atomically(path, bytes)) {
+    if (const auto error = write_atomically(dir_fd_, dir_, entry_name(key), bytes)) {
         disable(*error);
         return;
     }

@@ -7,8 +7,17 @@
 // a wrong cubin or a crash. Writes go to a temporary file renamed into place, so readers, other
 // threads and other processes see either no entry or a whole one.
 //
-// The cache is an optimization only: a directory that cannot be created or written disables it
-// with one warning, and compilation goes on without it.
+// Trust: a cached cubin runs on the GPU in every process that loads it, and its hash proves
+// nothing (anyone can recompute it). So the cache is used only when no one but this user can
+// write it: the directory (and the parents Conflux creates) is created 0700, and before use it
+// must belong to this process's effective user and not be writable by its group or by others,
+// as ssh and ccache require of their directories. Entries are opened relative to that checked
+// directory, without following symlinks and without blocking (a FIFO is a miss), and must be
+// regular files owned by the user and writable by no one else; entries are written 0600.
+//
+// The cache is an optimization only: a directory that cannot be created, written or trusted
+// disables it with one warning, and compilation goes on without it (kernels are compiled fresh
+// and nothing is stored).
 #pragma once
 
 #include "conflux/util/fnv1a.hpp"
@@ -44,6 +53,7 @@ public:
                           warn_fn warn = {});
     kernel_cache(const kernel_cache&) = delete;
     kernel_cache& operator=(const kernel_cache&) = delete;
+    ~kernel_cache();
 
     // The cubin stored for k and arch, or nothing (a miss). Thread-safe; never throws for what
     // the file holds.
@@ -64,6 +74,9 @@ private:
     void disable(const std::string& why);
 
     std::filesystem::path dir_;
+    // The directory as checked; entries are opened relative to it, so a path renamed or
+    // replaced after the check does not redirect them.
+    int dir_fd_ = -1;
     warn_fn warn_;
     std::atomic<bool> enabled_{false};
     std::atomic<bool> warned_{false};

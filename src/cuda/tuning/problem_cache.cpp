@@ -12,8 +12,11 @@
 #include "conflux/cuda/problem_cache.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "conflux/util/printable.hpp"
+#include "conflux/util/read_file.hpp"
 #include "util/user_cache_dir.hpp"
 
+#include <fcntl.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -23,6 +26,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -44,6 +48,12 @@ constexpr int schema_version = 1;
 constexpr int busy_timeout_ms = 10000;
 constexpr int export_format = 1;
 constexpr std::string_view export_marker = "conflux_problem_cache";
+// An export holds a few hundred bytes per entry; this is far above any real one.
+constexpr std::uint64_t max_export_bytes = std::uint64_t{256} << 20;
+// Keys and configs are a few hundred characters; a longer field is not one Conflux wrote.
+constexpr std::size_t max_field_length = 4096;
+// The first 16 bytes of every SQLite database file.
+constexpr std::string_view sqlite_header{"SQLite format 3\0", 16};
 
 constexpr const char* create_table_sql = "CREATE TABLE IF NOT EXISTS problems ("
                                          "slot TEXT PRIMARY KEY NOT NULL, "
@@ -250,6 +260,65 @@ store_problem classify(const sqlite_failure& f, const fs::path& path) {
     }
 }
 
+// Refuses (user_error) what an existing path names unless the store may open and write it: a
+// symlink (writing through it would turn whatever it points to into a database), anything but a
+// regular file, a file of another user, or a non-empty file that is not an SQLite database
+// (someone's file given by mistake: moving it aside would surprise them).
+void check_existing_file(const fs::path& path, const struct stat& st) {
+    const auto refuse = [&](const std::string& why) {
+        throw_user_error("problem cache '", path.string(), "' ", why);
+    };
+    if (S_ISLNK(st.st_mode))
+        refuse("is a symbolic link; Conflux does not write through one (give the path of the "
+               "file itself)");
+    if (!S_ISREG(st.st_mode))
+        refuse("is not a regular file (" + describe_file_type(st.st_mode) + ")");
+    if (st.st_uid != ::geteuid())
+        refuse("belongs to another user (uid " + std::to_string(st.st_uid) + ")");
+    if (st.st_size == 0) return;
+    std::string header(sqlite_header.size(), '\0');
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    // Unreadable: SQLite will say why when it opens the file.
+    if (fd < 0) return;
+    const ssize_t n = ::read(fd, header.data(), header.size());
+    ::close(fd);
+    if (n != static_cast<ssize_t>(header.size()) || header != sqlite_header)
+        refuse("is not an SQLite database, so it is not a problem cache; Conflux leaves it "
+               "alone (give another path)");
+}
+
+// Makes sure the store's file exists, created 0600 in parents created 0700, or is an existing
+// file the store may use (check_existing_file). The reason when the path cannot be used (a
+// read-only directory, say); nothing when it can.
+std::optional<std::string> claim_store_file(const fs::path& path) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) == 0) {
+            check_existing_file(path, st);
+            return std::nullopt;
+        }
+        if (errno != ENOENT) return std::string("cannot stat it: ") + std::strerror(errno);
+        if (path.has_parent_path())
+            if (const std::string error = create_private_directories(path.parent_path());
+                !error.empty())
+                return error;
+        const int fd =
+            ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            ::close(fd);
+            return std::nullopt;
+        }
+        // EEXIST: another process created it meanwhile; look at it again.
+        if (errno != EEXIST) {
+            std::string reason = std::string("cannot create it: ") + std::strerror(errno);
+            const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+            if (::access(dir.c_str(), W_OK) != 0) reason += "; its directory is not writable";
+            return reason;
+        }
+    }
+    return "the file kept changing while it was opened";
+}
+
 // The identity of the file at path, to notice another process replacing it between our check
 // and our rename.
 std::optional<std::pair<dev_t, ino_t>> file_identity(const fs::path& path) {
@@ -348,12 +417,18 @@ cache_entry parse_entry(const nlohmann::json& j, std::size_t index, const fs::pa
         CONFLUX_USER_CHECK(it != j.end(), where(), " has no \"", field, "\"");
         CONFLUX_USER_CHECK(it->is_string(), where(), ": \"", field, "\" is not a string");
         text.push_back(it->get<std::string>());
+        // Listings print these; nothing Conflux writes is this long or holds control characters.
+        CONFLUX_USER_CHECK(text.back().size() <= max_field_length, where(), ": \"", field,
+                           "\" is longer than ", max_field_length, " characters");
+        CONFLUX_USER_CHECK(!has_control_character(text.back()), where(), ": \"", field,
+                           "\" holds a control character");
     }
     CONFLUX_USER_CHECK(!text[0].empty(), where(), ": \"slot\" is empty");
     const auto time = j.find("time_ms");
     CONFLUX_USER_CHECK(time != j.end(), where(), " has no \"time_ms\"");
-    CONFLUX_USER_CHECK(time->is_number() && time->get<double>() >= 0, where(),
-                       ": \"time_ms\" is not a non-negative number");
+    CONFLUX_USER_CHECK(time->is_number() && std::isfinite(time->get<double>()) &&
+                           time->get<double>() >= 0,
+                       where(), ": \"time_ms\" is not a finite non-negative number");
     return {.slot = text[0],
             .key = text[1],
             .device = text[2],
@@ -418,23 +493,23 @@ problem_cache problem_cache::open(const fs::path& path, const warn_fn& warn) {
     if (path.empty())
         return in_memory_after("no path: none given, and none of CONFLUX_PROBLEM_CACHE, "
                                "XDG_CACHE_HOME, HOME is set");
-    if (path.has_parent_path()) {
-        std::error_code ec;
-        fs::create_directories(path.parent_path(), ec);
-        if (ec)
-            return in_memory_after("cannot create directory " + path.parent_path().string() + ": " +
-                                   ec.message());
-    }
 
     std::optional<std::string> moved_note;
     // A retry follows a file moved aside, or one that another process replaced while we looked.
     for (int attempt = 0; attempt < 4; ++attempt) {
+        if (const auto reason = claim_store_file(path)) {
+            if (moved_note) say(*moved_note);
+            return in_memory_after(*reason);
+        }
         const auto identity = file_identity(path);
         auto p = std::make_unique<impl>();
         p->path = path;
         std::optional<store_problem> problem;
         try {
-            open_connection(p->c, path.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+            // The file exists now (claim_store_file); NOFOLLOW keeps SQLite from following a
+            // symlink put in its place since.
+            open_connection(p->c, path.string(),
+                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW);
             prepare(p->c.db);
             // Outside any transaction, as SQLite requires; persistent in the file.
             exec(p->c.db, "PRAGMA journal_mode = WAL");
@@ -534,13 +609,12 @@ void problem_cache::export_json(const fs::path& file) const {
 }
 
 std::size_t problem_cache::import_json(const fs::path& file) {
-    std::ifstream in(file);
-    CONFLUX_USER_CHECK(in, "cannot read problem cache export ", file.string(), ": ",
-                       std::error_code(errno, std::generic_category()).message());
+    const std::string text = read_regular_file(file, max_export_bytes, "problem cache export");
     nlohmann::json doc;
     try {
-        doc = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
+        doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        // Syntax errors, and numbers out of the range of a double (1e999) among others.
         throw_user_error(file.string(), " is not valid JSON: ", e.what());
     }
     const std::string marker(export_marker);
