@@ -5,6 +5,8 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <unordered_set>
+#include <utility>
 
 namespace conflux {
 
@@ -21,10 +23,12 @@ shape module::compute_shape(const operation& op, const std::vector<instruction_r
 }
 
 void module::link(instruction_ref ins) {
-    for (auto* in : ins->inputs_) {
-        auto& outs = in->outputs_;
-        if (std::find(outs.begin(), outs.end(), ins) == outs.end()) outs.push_back(ins);
-    }
+    // `ins` is new or was just unlinked, so it is in no input's users yet: only an input it reads
+    // twice must not be added twice. Checking that against ins's own inputs, not the input's
+    // users, keeps a value with thousands of users from making every new user cost thousands.
+    std::unordered_set<instruction_ref> seen;
+    for (auto* in : ins->inputs_)
+        if (seen.insert(in).second) in->outputs_.push_back(ins);
 }
 
 void module::unlink(instruction_ref ins) {
@@ -116,12 +120,25 @@ void module::replace_all_uses(instruction_ref old_ins, instruction_ref new_ins) 
         users.erase(std::unique(users.begin(), users.end()), users.end());
         return users;
     };
+    // Only the edges that change are touched, and a return's shape (its first value's, see
+    // return_op) only when its first value changes: a return of thousands of values rebuilt on
+    // every replacement made fusing many outputs quadratic.
     auto recompute = [&](instruction_ref user, instruction_ref from, instruction_ref to) {
         const shape before = user->get_shape();
-        auto inputs = user->inputs_;
-        std::replace(inputs.begin(), inputs.end(), from, to);
-        replace_instruction(user, user->op_, std::move(inputs), user->modules_, true);
-        if (user->is_return()) return false;
+        const bool first_changed = !user->inputs_.empty() && user->inputs_.front() == from;
+        if (from != to) {
+            std::replace(user->inputs_.begin(), user->inputs_.end(), from, to);
+            auto& from_users = from->outputs_;
+            from_users.erase(std::remove(from_users.begin(), from_users.end(), user),
+                             from_users.end());
+            if (std::find(to->outputs_.begin(), to->outputs_.end(), user) == to->outputs_.end())
+                to->outputs_.push_back(user);
+        }
+        if (user->is_return()) {
+            if (first_changed) user->shape_ = compute_shape(user->op_, user->inputs_, {});
+            return false;
+        }
+        user->shape_ = compute_shape(user->op_, user->inputs_, user->modules_);
         const auto& after = user->get_shape();
         CONFLUX_ASSERT(after.lens() == before.lens() && after.type() == before.type(),
                        "replace_all_uses: recomputing ", user->name(), " changed it from ",
@@ -186,6 +203,18 @@ void module::validate() const {
     std::set<const instruction*> seen;
     auto names = print_names();
     std::size_t returns = 0;
+    // Each use edge (value, user) as the users' input lists name it and as the values' output
+    // lists name it; the two must agree. Looked up in sets rather than by searching the other
+    // list, so that a value with n users validates in O(n log n), not O(n^2).
+    using edge = std::pair<const instruction*, const instruction*>;
+    std::set<edge> from_inputs;
+    std::set<edge> from_outputs;
+    for (auto& ins : instructions_) {
+        for (auto* in : ins.inputs())
+            from_inputs.emplace(in, &ins);
+        for (auto* out : ins.outputs())
+            from_outputs.emplace(&ins, out);
+    }
     for (auto& ins : instructions_) {
         auto where = [&] {
             return "module " + name_ + ": " + names.at(&ins) + " (" + ins.name() + ")";
@@ -194,16 +223,12 @@ void module::validate() const {
         for (auto* in : ins.inputs()) {
             CONFLUX_ASSERT(seen.count(in) != 0, where(),
                            " uses an input defined later or elsewhere");
-            const auto& outs = in->outputs();
-            CONFLUX_ASSERT(std::find(outs.begin(), outs.end(), &ins) != outs.end(), where(),
+            CONFLUX_ASSERT(from_outputs.count({in, &ins}) != 0, where(),
                            " is missing from its input's users");
         }
-        for (auto* out : ins.outputs()) {
-            const auto& ins_of_user = out->inputs();
-            CONFLUX_ASSERT(std::find(ins_of_user.begin(), ins_of_user.end(), &ins) !=
-                               ins_of_user.end(),
-                           where(), " lists a user that does not use it");
-        }
+        for (auto* out : ins.outputs())
+            CONFLUX_ASSERT(from_inputs.count({&ins, out}) != 0, where(),
+                           " lists a user that does not use it");
         if (ins.is_return()) {
             ++returns;
             CONFLUX_ASSERT(&ins == &instructions_.back(), where(), " is not last");

@@ -13,6 +13,7 @@ program::program(program&& other) noexcept : modules_(std::move(other.modules_))
 
 program& program::operator=(program&& other) noexcept {
     modules_ = std::move(other.modules_);
+    first_free_.clear();
     for (auto& [name, m] : modules_)
         m->owner_ = this;
     return *this;
@@ -27,8 +28,10 @@ module& program::create_module(const std::string& name) {
 }
 
 std::string program::unique_module_name(const std::string& prefix) const {
-    for (std::size_t i = 0;; ++i)
-        if (modules_.count(prefix + std::to_string(i)) == 0) return prefix + std::to_string(i);
+    std::size_t& i = first_free_[prefix];
+    while (modules_.count(prefix + std::to_string(i)) != 0)
+        ++i;
+    return prefix + std::to_string(i);
 }
 
 module* program::get_module(const std::string& name) const {
@@ -49,6 +52,7 @@ void program::remove_unreachable_modules() {
     }
     std::erase_if(modules_,
                   [&](const auto& entry) { return reached.count(entry.second.get()) == 0; });
+    first_free_.clear();
 }
 
 void program::validate() const {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace conflux {
 
@@ -51,20 +52,32 @@ struct chain {
 };
 
 // Depth-first along the anchor's users (in module order) through views to the first pointwise
-// op; `path` holds the views walked.
-bool find_epilogue(instruction_ref ins, std::vector<instruction_ref>& path, chain& c) {
-    for (auto* user : ins->outputs()) {
-        if (user->name() == "pointwise") {
-            c.epilogue = user;
-            c.views = path;
-            return true;
+// op; `path` holds the views walked. An explicit stack of (instruction, next user to try): the
+// views after an anchor can be as many as the model has nodes.
+bool find_epilogue(instruction_ref anchor, std::vector<instruction_ref>& path, chain& c) {
+    std::vector<std::pair<instruction_ref, std::size_t>> stack{{anchor, 0}};
+    while (!stack.empty()) {
+        auto [ins, next] = stack.back();
+        const auto& users = ins->outputs();
+        if (next == 0) {
+            for (auto* user : users) {
+                if (user->name() == "pointwise") {
+                    c.epilogue = user;
+                    c.views = path;
+                    return true;
+                }
+            }
         }
-    }
-    for (auto* user : ins->outputs()) {
-        if (!is_anchor_view(user)) continue;
-        path.push_back(user);
-        if (find_epilogue(user, path, c)) return true;
-        path.pop_back();
+        while (next < users.size() && !is_anchor_view(users[next]))
+            ++next;
+        if (next == users.size()) {
+            stack.pop_back();
+            if (!stack.empty()) path.pop_back(); // the view this frame was reached through
+            continue;
+        }
+        stack.back().second = next + 1;
+        path.push_back(users[next]);
+        stack.emplace_back(users[next], 0);
     }
     return false;
 }

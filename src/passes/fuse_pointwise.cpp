@@ -79,11 +79,10 @@ void rewrite_group(module& m, const group& g) {
     std::unordered_set<instruction_ref> members(g.members.begin(), g.members.end());
     // One parameter per distinct outside value, numbered in order of first use.
     std::vector<instruction_ref> outside;
+    std::unordered_set<instruction_ref> seen;
     for (auto* ins : g.members)
         for (auto* in : ins->inputs())
-            if (!members.contains(in) &&
-                std::find(outside.begin(), outside.end(), in) == outside.end())
-                outside.push_back(in);
+            if (!members.contains(in) && seen.insert(in).second) outside.push_back(in);
 
     module& sub = m.create_submodule("pointwise");
     instruction_map map;

@@ -186,6 +186,48 @@ TEST(CudaOps, LayoutCopiesAndDataMovement) {
     }
 }
 
+// Gather indices read from an input at run time: one out of range of its axis is a user error
+// (as in the reference), not the clamped element; the next run with valid indices is right.
+TEST(CudaOps, GatherIndexOutOfRangeIsAUserError) {
+    for (bool elements : {false, true}) {
+        auto build = [&](module& m) {
+            auto x = param(m, "x", dtype::f32, {5, 6});
+            auto i = param(m, "i", dtype::i64, {5, 2});
+            m.add_return({elements ? m.add_instruction(op::gather_elements{1}, {x, i})
+                                   : m.add_instruction(op::gather{1}, {x, i})});
+        };
+        program source;
+        build(source.main());
+        cuda::compile_options o;
+        o.tune = cuda::tune_mode::none;
+        o.use_problem_cache = false;
+        auto compiled = cuda::compile(std::move(source), o);
+        std::vector<float> xs(30);
+        for (std::size_t k = 0; k < xs.size(); ++k)
+            xs[k] = float(k);
+        ref::parameter_map params{{"x", from_vector<float>(dtype::f32, {5, 6}, xs)}};
+        for (std::int64_t bad : {std::int64_t{6}, std::int64_t{-7}, std::int64_t{1} << 40}) {
+            params["i"] =
+                from_vector<std::int64_t>(dtype::i64, {5, 2}, {0, 1, 2, 3, 4, 5, -1, -6, 2, bad});
+            std::string msg;
+            try {
+                compiled.run(params);
+            } catch (const user_error& e) {
+                msg = e.what();
+            }
+            EXPECT_NE(msg.find("out of range"), std::string::npos) << bad << ": " << msg;
+            EXPECT_NE(msg.find(elements ? "gather_elements" : "gather"), std::string::npos) << msg;
+        }
+        params["i"] =
+            from_vector<std::int64_t>(dtype::i64, {5, 2}, {0, 1, 2, 3, 4, 5, -1, -6, 2, 5});
+        program reference;
+        build(reference.main());
+        const auto want = ref::evaluate(reference, params);
+        const auto got = compiled.run(params);
+        EXPECT_EQ(to_vector<float>(got.at(0)), to_vector<float>(want.at(0)));
+    }
+}
+
 TEST(CudaOps, ReductionsSoftmaxArg) {
     for (dtype t : float_types) {
         const std::string ts(to_string(t));

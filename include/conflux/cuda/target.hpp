@@ -75,7 +75,9 @@ struct device_run_options {
     // header). Given: the call queues the work and returns without waiting; the caller
     // synchronises the stream (or orders later work after it) before reading the outputs or
     // freeing the buffers. nullptr: the program's own stream, and the call returns when the run
-    // has finished, reporting a fault in it.
+    // has finished, reporting a fault in it. A gather index out of range of its axis (read from
+    // an input at run time) is a user error after a run that waits; a run on the caller's stream
+    // does not wait, so it is reported by the program's next run that does.
     void* stream = nullptr;
     // Replay one CUDA graph holding every launch (one launch per run instead of one per kernel).
     // A graph bakes in the buffers' addresses: it is captured the first time a set of addresses

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 namespace conflux::cuda::index {
 
@@ -94,11 +95,61 @@ value_builder::value_builder(kernel_writer& w, const module& m, const std::vecto
 }
 
 std::string value_builder::value(instruction_ref ins, const index_expr& at) {
-    const std::string key = at.key();
-    if (const std::string* known = w_.find_value(ins, key)) return *known;
-    std::string var = compute(ins, at);
-    w_.remember_value(ins, key, var);
-    return var;
+    // An explicit stack instead of recursion along the inputs: a pointwise module is as deep as
+    // the chain of ops it fused (100,000 for a long chain of Relu), far more than a thread's
+    // stack holds. A frame is expanded first (the operands it reads at positions known without
+    // emitting anything it would not emit anyway: a view's source, an elementwise op's inputs
+    // at its own position) and computed once those are, in the order the recursion had (inputs
+    // left to right). The data-movement ops and batch normalisation still ask for their
+    // operands from compute, inside the branches they open; they are single-op kernels, so that
+    // nests once, not along a chain.
+    struct frame {
+        instruction_ref ins;
+        index_expr at;
+        std::optional<index_expr> from; // a view's position in its source
+        bool expanded = false;
+    };
+    if (const std::string* known = w_.find_value(ins, at.key())) return *known;
+    std::vector<frame> stack;
+    stack.push_back({ins, at, std::nullopt});
+    while (!stack.empty()) {
+        frame& top = stack.back();
+        if (w_.find_value(top.ins, top.at.key()) != nullptr) {
+            stack.pop_back(); // reached by an earlier operand
+            continue;
+        }
+        if (!top.expanded) {
+            top.expanded = true;
+            const instruction_ref cur = top.ins;
+            CONFLUX_ASSERT(top.at.lens == cur->get_shape().lens(), "a position over [",
+                           to_string(top.at.lens), "] for a value of shape ",
+                           to_string(cur->get_shape()));
+            std::vector<frame> operands;
+            if (!cur->is_param() && !cur->is_literal() && !cur->inputs().empty()) {
+                const instruction_ref source = cur->inputs().front();
+                if (auto from =
+                        view_source(cur->get_operator(), source->get_shape().lens(), top.at, w_)) {
+                    top.from = from;
+                    operands.push_back({source, std::move(*from), std::nullopt});
+                } else if (cur->get_operator().get_if<op::elementwise>()) {
+                    for (instruction_ref in : cur->inputs())
+                        operands.push_back({in, top.at, std::nullopt});
+                }
+            }
+            // `top` is not used past here: pushing may move the stack.
+            for (auto it = operands.rbegin(); it != operands.rend(); ++it)
+                if (w_.find_value(it->ins, it->at.key()) == nullptr)
+                    stack.push_back(std::move(*it));
+            continue;
+        }
+        const frame done = std::move(top);
+        stack.pop_back();
+        const std::string var = done.from
+                                    ? *w_.find_value(done.ins->inputs().front(), done.from->key())
+                                    : compute(done.ins, done.at);
+        w_.remember_value(done.ins, done.at.key(), var);
+    }
+    return *w_.find_value(ins, at.key());
 }
 
 std::string value_builder::declare(dtype t, const std::string& expr) {
@@ -122,11 +173,7 @@ std::string value_builder::compute(instruction_ref ins, const index_expr& at) {
     if (ins->is_param()) return load_parameter(ins, at);
     if (ins->is_literal()) return load_literal(ins, at);
     const operation& op = ins->get_operator();
-    if (!ins->inputs().empty()) {
-        const instruction_ref source = ins->inputs().front();
-        if (auto from = view_source(op, source->get_shape().lens(), at, w_))
-            return value(source, *from);
-    }
+    // Views never get here: value() follows them to their source.
     if (op.get_if<op::elementwise>()) return elementwise_value(ins, at);
     const std::string name = op.name();
     if (name == "concat") return concat_value(ins, at);

@@ -42,6 +42,8 @@ private:
     std::string prefix_;
     std::string globals_;
 
+    // The value of `ins` (not a view) at `at`, once value() has computed the operands it reads
+    // at `at` itself.
     std::string compute(instruction_ref ins, const index_expr& at);
     // "const S v = expr;" for dtype t; returns v.
     std::string declare(dtype t, const std::string& expr);

@@ -57,22 +57,29 @@ void kernel_writer::write(const std::string& text) {
 }
 
 void kernel_writer::use(const std::string& text) {
-    for (std::size_t at = 0; at < text.size();) {
-        if (!(std::isalnum(static_cast<unsigned char>(text[at])) || text[at] == '_')) {
-            ++at;
-            continue;
+    // A worklist, not recursion: a definition may name a variable whose definition names
+    // another, as long as the chain of views that built them.
+    std::vector<std::string> pending{text};
+    while (!pending.empty()) {
+        const std::string t = std::move(pending.back());
+        pending.pop_back();
+        for (std::size_t at = 0; at < t.size();) {
+            if (!(std::isalnum(static_cast<unsigned char>(t[at])) || t[at] == '_')) {
+                ++at;
+                continue;
+            }
+            std::size_t end = at;
+            while (end < t.size() &&
+                   (std::isalnum(static_cast<unsigned char>(t[end])) || t[end] == '_'))
+                ++end;
+            auto it = index_vars_.find(t.substr(at, end - at));
+            if (it != index_vars_.end() && !it->second.used) {
+                it->second.used = true;
+                lines_[it->second.line] = it->second.definition;
+                pending.push_back(it->second.definition);
+            }
+            at = end;
         }
-        std::size_t end = at;
-        while (end < text.size() &&
-               (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
-            ++end;
-        auto it = index_vars_.find(text.substr(at, end - at));
-        if (it != index_vars_.end() && !it->second.used) {
-            it->second.used = true;
-            use(it->second.definition);
-            lines_[it->second.line] = it->second.definition;
-        }
-        at = end;
     }
 }
 

@@ -236,10 +236,27 @@ private:
                 candidates.push_back(*fallback);
             }
         }
-        std::erase_if(candidates,
-                      [&](const perf_config& c) { return !allowed(c, problem, nullptr); });
-        CONFLUX_ASSERT(!candidates.empty(), origin, ": no valid perf config for ",
-                       to_string(problem));
+        // A problem no config can hold (a 2^40-row GEMM, say) is the model's limit, not a bug:
+        // say so with the reason the first candidate gave.
+        std::string first_rejection;
+        std::erase_if(candidates, [&](const perf_config& c) {
+            std::string why;
+            if (allowed(c, problem, &why)) return false;
+            if (first_rejection.empty()) first_rejection = to_string(c) + ": " + why;
+            return true;
+        });
+        if (candidates.empty() && first_rejection.empty()) {
+            // The space was empty: the config that runs everything says why it cannot.
+            const auto runs_anything = parse_perf_config("32x32x16_w1x1_s2_k1_simt");
+            CONFLUX_ASSERT(runs_anything.has_value(), "fallback SIMT config does not parse");
+            std::string why;
+            if (!allowed(*runs_anything, problem, &why))
+                first_rejection = to_string(*runs_anything) + ": " + why;
+        }
+        CONFLUX_USER_CHECK(!candidates.empty(), origin,
+                           ": no perf config of the CUDA target can run this problem (",
+                           first_rejection.empty() ? "none was generated" : first_rejection,
+                           "); problem ", to_string(problem));
         out_.anchor_candidates.emplace_back();
         for (const perf_config& c : candidates)
             out_.anchor_candidates.back().push_back(to_string(c));

@@ -350,10 +350,16 @@ CX_THROUGH_DOUBLE_1(cx_softsign)
 
 // ---- index helpers -------------------------------------------------------------------------
 
+// Set to 1 by any thread that reads a gather index outside [-n, n); the host reads it after
+// a run and reports the run as failed (executable::check_index_errors). One per module: the
+// host looks it up by this name in every kernel that calls cx_gather_index.
+__device__ unsigned int cx_index_out_of_range;
+
 // A gather index read from memory: negative values count from the end. An index outside
-// [-n, n) is a user error in the reference; a kernel cannot report it, so it is clamped into
-// [0, n) to keep the read in bounds (the result is then some element, not a failure).
+// [-n, n) is a user error, as in the reference: it raises cx_index_out_of_range and, so that
+// the read stays in bounds until the host sees the flag, is clamped into [0, n).
 __device__ __forceinline__ long long cx_gather_index(long long k, long long n) {
+    if (k < -n || k >= n) cx_index_out_of_range = 1u;
     if (k < 0) k += n;
     return k < 0 ? 0 : (k >= n ? n - 1 : k);
 }

@@ -58,6 +58,9 @@ namespace {
 // the first time costs a capture and an instantiation, once.
 inline constexpr std::size_t graph_cache_capacity = 8;
 
+// The device flag math.cuh's cx_gather_index raises.
+constexpr const char* index_flag_name = "cx_index_out_of_range";
+
 struct cached_graph {
     std::vector<const void*> addresses; // the parameters' then the outputs'
     graph_exec exec;
@@ -69,6 +72,9 @@ struct executable::state {
     stream s;
     int device = 0; // where the kernels were loaded
     std::vector<loaded_kernel> kernels;
+    // The cx_index_out_of_range flag of every kernel that reads gather indices from memory,
+    // with the kernel's index in lowered_program::kernels.
+    std::vector<std::pair<std::size_t, void*>> index_flags;
     std::vector<device_buffer> literals;
     device_buffer arena;
     // Most recently used first, at most graph_cache_capacity. Declared last so that the execs
@@ -80,8 +86,11 @@ executable::executable(const lowered_program& program, const std::vector<compile
     : program_(program), state_(std::make_unique<state>()) {
     CONFLUX_ASSERT(binaries.size() == program.kernels.size(), "one binary per kernel expected");
     cuda_check(cudaGetDevice(&state_->device), "query of the current device");
-    for (std::size_t i = 0; i < binaries.size(); ++i)
+    for (std::size_t i = 0; i < binaries.size(); ++i) {
         state_->kernels.emplace_back(binaries[i], program.kernels[i].launch.shared_bytes);
+        if (program.kernels[i].code.find("cx_gather_index(") != std::string::npos)
+            state_->index_flags.emplace_back(i, state_->kernels.back().global(index_flag_name));
+    }
     for (const argument& lit : program.literals) {
         const std::size_t bytes = lit.get_shape().bytes();
         device_buffer buf(bytes);
@@ -94,6 +103,24 @@ executable::executable(const lowered_program& program, const std::vector<compile
 }
 
 executable::~executable() = default;
+
+void executable::check_index_errors() {
+    std::string origins;
+    for (const auto& [kernel, flag] : state_->index_flags) {
+        unsigned raised = 0;
+        cuda_check(cudaMemcpy(&raised, flag, sizeof raised, cudaMemcpyDeviceToHost),
+                   "reading the index check of kernel " + program_.kernels[kernel].entry);
+        if (raised == 0) continue;
+        cuda_check(cudaMemset(flag, 0, sizeof raised),
+                   "clearing the index check of kernel " + program_.kernels[kernel].entry);
+        for (const kernel_step& step : program_.steps)
+            if (step.kernel == kernel) origins += (origins.empty() ? "" : "; ") + step.origin;
+    }
+    CONFLUX_USER_CHECK(origins.empty(),
+                       "a gather index read from the inputs is out of range [-n, n) of its axis "
+                       "(",
+                       origins, "); the outputs of this run are not valid");
+}
 
 namespace {
 
@@ -265,6 +292,7 @@ std::vector<argument> executable::run(const std::map<std::string, argument>& par
                        "kernel " + p.kernels[step.kernel].entry + " for " + step.origin);
     }
     cuda_check(cudaStreamSynchronize(st.s.get()), "running the program");
+    check_index_errors();
 
     std::vector<argument> results;
     for (std::size_t o = 0; o < p.output_buffers.size(); ++o) {
@@ -371,6 +399,7 @@ profile_result executable::profile(const std::map<std::string, argument>& params
             times[r] = elapsed_ms(run_events[2 * r], run_events[2 * r + 1], "timing a replay");
         result.cuda_graph = true;
     }
+    check_index_errors();
     result.median_ms = percentile(times, 0.5);
     result.p90_ms = percentile(times, 0.9);
     result.p99_ms = percentile(times, 0.99);
@@ -535,7 +564,12 @@ void executable::run_on_device(const device_pointers& memory, const device_run_o
         bindings b = bind(memory);
         launch_all(b, s);
     }
-    if (options.stream == nullptr) cuda_check(cudaStreamSynchronize(s), "running the program");
+    // On the caller's stream the call does not wait, so the index check is left to the caller's
+    // next synchronous run (see device_run_options).
+    if (options.stream == nullptr) {
+        cuda_check(cudaStreamSynchronize(s), "running the program");
+        check_index_errors();
+    }
 }
 
 } // namespace conflux::cuda

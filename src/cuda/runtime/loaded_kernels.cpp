@@ -44,6 +44,14 @@ loaded_kernel::loaded_kernel(const compiled_kernel& k, unsigned max_dynamic_shar
     }
 }
 
+void* loaded_kernel::global(const std::string& name) const {
+    void* address = nullptr;
+    std::size_t bytes = 0;
+    cuda_check(cudaLibraryGetGlobal(&address, &bytes, library_, name.c_str()),
+               "lookup of device variable " + name + " in kernel " + label_);
+    return address;
+}
+
 loaded_kernel::~loaded_kernel() {
     release();
 }

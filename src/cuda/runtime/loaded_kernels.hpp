@@ -38,6 +38,9 @@ public:
     cudaKernel_t handle() const { return kernel_; }
     int device() const { return device_; }
     unsigned max_dynamic_shared() const { return max_dynamic_shared_; }
+    // The device address of the module's __device__ variable `name` (a flag the kernel sets);
+    // an internal error when the module has none.
+    void* global(const std::string& name) const;
 
 private:
     void release() noexcept;

@@ -13,7 +13,6 @@
 #include "cuda/codegen/index_views.hpp"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 
 namespace conflux::cuda {
@@ -313,12 +312,26 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
     // them), and the layout ops' values (a layout op moves values without computing: its value
     // at its position is its input's at the input's).
     std::vector<std::map<std::vector<instruction_ref>, index_expr>> positions(lanes);
-    std::function<const index_expr&(unsigned, const std::vector<instruction_ref>&)> position_of =
-        [&](unsigned lane, const std::vector<instruction_ref>& path) -> const index_expr& {
+    // The longest prefix of `path` already known, then forward along the rest (a loop: a path
+    // is as long as the layout chain).
+    auto position_of = [&](unsigned lane,
+                           const std::vector<instruction_ref>& path) -> const index_expr& {
         auto& memo = positions[lane];
-        if (auto found = memo.find(path); found != memo.end()) return found->second;
-        const index_expr from = position_of(lane, {path.begin(), path.end() - 1});
-        return memo.emplace(path, forward(*path.back(), from, w)).first->second;
+        std::size_t known = path.size();
+        auto found = memo.find(path);
+        while (found == memo.end()) {
+            CONFLUX_ASSERT(known > 0, "no position for the anchor of lane ", lane);
+            --known;
+            found = memo.find({path.begin(), path.begin() + std::ptrdiff_t(known)});
+        }
+        for (std::size_t k = known; k < path.size(); ++k) {
+            index_expr next = forward(*path[k], found->second, w);
+            found = memo.emplace(std::vector<instruction_ref>(path.begin(),
+                                                              path.begin() + std::ptrdiff_t(k + 1)),
+                                 std::move(next))
+                        .first;
+        }
+        return found->second;
     };
     for (unsigned lane = 0; lane < lanes; ++lane) {
         std::vector<std::string> lane_axes = axes;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <iomanip>
+#include <sstream>
 
 namespace conflux::cuda::gemm {
 
@@ -177,7 +179,9 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
     k.tiles_n = (p.n + c.tile_n - 1) / c.tile_n;
     const double blocks = double(k.tiles_m) * double(k.tiles_n) * double(p.batch()) * c.split_k;
     if (blocks > 2147483647.0) {
-        fail(why, "the grid of " + std::to_string(blocks) + " blocks is too large");
+        std::ostringstream count;
+        count << std::fixed << std::setprecision(0) << blocks;
+        fail(why, "the grid of " + count.str() + " blocks is more than CUDA's limit of 2^31-1");
         return std::nullopt;
     }
     k.blocks = k.tiles_m * k.tiles_n * p.batch() * c.split_k;
