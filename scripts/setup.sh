@@ -8,6 +8,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libsqlite3-dev
   libgtest-dev googletest
   libonnx-testdata
+  # scripts/sanitize.sh: clang with its sanitizer and libFuzzer runtimes, and llvm-symbolizer
+  # for readable sanitizer stacks.
+  clang libclang-rt-14-dev llvm
 )
 
 sudo=()
