@@ -151,20 +151,31 @@ module& new_part(program& prog, const module& m) {
 std::vector<split_part> module::split(const std::vector<instruction_ref>& args,
                                       const std::vector<instruction_ref>& splits) const {
     CONFLUX_ASSERT(owner_ != nullptr, "module ", name_, " belongs to no program");
-    auto& p1 = new_part(*owner_, *this);
-    auto& p2 = new_part(*owner_, *this);
-    auto parts = split_in_two(*this, p1, p2, bind_args(*this, args), splits, 0);
-    return {parts.first, parts.second};
+    return split(*owner_, args, splits);
 }
 
 std::vector<split_part> module::split(const std::vector<instruction_ref>& args,
                                       const std::vector<instruction_ref>& splits1,
                                       const std::vector<instruction_ref>& splits2) const {
     CONFLUX_ASSERT(owner_ != nullptr, "module ", name_, " belongs to no program");
+    return split(*owner_, args, splits1, splits2);
+}
+
+std::vector<split_part> module::split(program& into, const std::vector<instruction_ref>& args,
+                                      const std::vector<instruction_ref>& splits) const {
+    auto& p1 = new_part(into, *this);
+    auto& p2 = new_part(into, *this);
+    auto parts = split_in_two(*this, p1, p2, bind_args(*this, args), splits, 0);
+    return {parts.first, parts.second};
+}
+
+std::vector<split_part> module::split(program& into, const std::vector<instruction_ref>& args,
+                                      const std::vector<instruction_ref>& splits1,
+                                      const std::vector<instruction_ref>& splits2) const {
     // The middle module is split again straight away, so it lives outside the program and
     // leaves no stray module behind.
     module rest(name_);
-    auto& p1 = new_part(*owner_, *this);
+    auto& p1 = new_part(into, *this);
     auto outer = split_in_two(*this, p1, rest, bind_args(*this, args), splits1, 0);
     std::vector<instruction_ref> mapped;
     for (auto* s : splits2) {
@@ -173,8 +184,8 @@ std::vector<split_part> module::split(const std::vector<instruction_ref>& args,
                        " is not used after the first split");
         mapped.push_back(it->second);
     }
-    auto& p2 = new_part(*owner_, *this);
-    auto& p3 = new_part(*owner_, *this);
+    auto& p2 = new_part(into, *this);
+    auto& p3 = new_part(into, *this);
     auto inner = split_in_two(rest, p2, p3, outer.second.inputs, mapped, 1);
     return {outer.first, inner.first, inner.second};
 }

@@ -86,11 +86,16 @@ public:
     // values `splits`: part 1 is the closure feeding them and returns them; part 2 takes one new
     // parameter per split (standard shape) plus the original parameters it still reads and
     // returns the original returns. The 3-way form splits part 2 again at `splits2`. Evaluating
-    // the parts in sequence equals evaluating the whole. The parts are new modules of the owning
-    // program; this module is unchanged.
+    // the parts in sequence equals evaluating the whole. The parts are new modules of `into`
+    // (by default the owning program); this module is unchanged.
     std::vector<split_part> split(const std::vector<instruction_ref>& args,
                                   const std::vector<instruction_ref>& splits) const;
     std::vector<split_part> split(const std::vector<instruction_ref>& args,
+                                  const std::vector<instruction_ref>& splits1,
+                                  const std::vector<instruction_ref>& splits2) const;
+    std::vector<split_part> split(program& into, const std::vector<instruction_ref>& args,
+                                  const std::vector<instruction_ref>& splits) const;
+    std::vector<split_part> split(program& into, const std::vector<instruction_ref>& args,
                                   const std::vector<instruction_ref>& splits1,
                                   const std::vector<instruction_ref>& splits2) const;
 

@@ -53,6 +53,6 @@ struct lowering_options {
         choose_config;
 };
 
-lowered_program lower_program(program& p, const lowering_options& options = {});
+lowered_program lower_program(const program& p, const lowering_options& options = {});
 
 } // namespace conflux::cuda

@@ -19,7 +19,6 @@
 namespace conflux::cuda {
 
 struct compiled_program::impl {
-    program source; // keeps the split modules the lowering created alive
     lowered_program lowered;
     std::vector<compiled_kernel> binaries;
     compile_stats stats;
@@ -78,7 +77,6 @@ compiled_program compile(program p, const compile_options& options) {
     auto& d = *result.impl_;
     d.stats.arch = choose_arch(options);
     run_passes(p.main(), target_independent_passes(options.precision));
-    d.source = std::move(p);
     lowering_options lopts;
     lopts.perf_config = options.perf_config;
     lopts.exact_fp32 = options.exact_fp32;
@@ -115,7 +113,7 @@ compiled_program compile(program p, const compile_options& options) {
     lopts.choose_config = [&](const anchor_choice& c, std::vector<std::string>& trace) {
         return configs.choose(c, trace);
     };
-    d.lowered = lower_program(d.source, lopts);
+    d.lowered = lower_program(p, lopts);
 
     compile_kernels_options copts;
     copts.arch = d.stats.arch;
