@@ -1,9 +1,6 @@
 // Split points of a fused gemm module (DESIGN.md, "Compiling a fused gemm op", step 4).
 #include "conflux/ir/split_points.hpp"
 
-#include <array>
-#include <string_view>
-
 namespace conflux {
 
 instruction_ref find_gemm_split(instruction_ref anchor,
@@ -24,7 +21,7 @@ std::vector<instruction_ref> find_tail_splits(const module& m) {
     auto* ret = m.get_return();
     if (ret == nullptr) return splits;
     for (auto* value : ret->inputs()) {
-        while (is_layout_op(*value) && !value->inputs().empty())
+        while (value->get_operator().traits().layout_only && !value->inputs().empty())
             value = value->inputs().front();
         splits.push_back(value);
     }
@@ -45,15 +42,6 @@ void check_pointwise_only(const module& m) {
         throw_internal_error("module ", m.name(), " is not pointwise-only: ", names.at(&ins), " (",
                              ins.name(), ") is neither a pointwise op nor a view of an input");
     }
-}
-
-bool is_layout_op(const instruction& ins) {
-    static constexpr std::array<std::string_view, 5> layout_ops{"reshape", "transpose", "squeeze",
-                                                                "unsqueeze", "flatten"};
-    auto name = ins.name();
-    for (auto op : layout_ops)
-        if (name == op) return true;
-    return false;
 }
 
 } // namespace conflux

@@ -157,6 +157,11 @@ shape reshape::compute_shape(const std::vector<shape>& in) const {
     return {s.type(), lens};
 }
 
+std::optional<std::size_t> reshape::view_offset(const shape& in) const {
+    if (!reshape_as_view(in, lens)) return std::nullopt;
+    return 0;
+}
+
 argument reshape::eval(const shape&, const std::vector<argument>& in) const {
     shape out = compute_shape(shapes_of(in));
     if (reshape_as_view(in[0].get_shape(), lens)) return in[0].view(out);
@@ -180,6 +185,11 @@ reshape flatten_as_reshape(std::int64_t axis, const shape& s) {
 shape flatten::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
     return flatten_as_reshape(axis, s).compute_shape(in);
+}
+
+std::optional<std::size_t> flatten::view_offset(const shape& in) const {
+    if (!reshape_as_view(in, compute_shape({in}).lens())) return std::nullopt;
+    return 0;
 }
 
 argument flatten::eval(const shape& out, const std::vector<argument>& in) const {
@@ -441,7 +451,14 @@ nlohmann::json slice::attributes() const {
 }
 
 op_traits slice::traits() const {
-    return {.view = std::all_of(steps.begin(), steps.end(), [](auto s) { return s > 0; })};
+    return {.view = std::all_of(steps.begin(), steps.end(), [](auto s) { return s > 0; }),
+            .selects = true};
+}
+
+std::optional<std::size_t> slice::view_offset(const shape& in) const {
+    auto plan = plan_slice(*this, in);
+    if (any_negative(plan)) return std::nullopt;
+    return slice_view(in, plan).second;
 }
 
 shape slice::compute_shape(const std::vector<shape>& in) const {
@@ -483,21 +500,7 @@ argument contiguous::eval(const shape&, const std::vector<argument>& in) const {
 // view_offset
 
 std::optional<std::size_t> view_offset(const operation& op, const shape& in) {
-    if (op.get_if<transpose>() || op.get_if<squeeze>() || op.get_if<unsqueeze>() ||
-        op.get_if<broadcast>())
-        return 0;
-    if (const auto* r = op.get_if<reshape>())
-        return reshape_as_view(in, r->lens) ? std::optional<std::size_t>(0) : std::nullopt;
-    if (op.get_if<flatten>()) {
-        const dims out = op.compute_shape({in}).lens();
-        return reshape_as_view(in, out) ? std::optional<std::size_t>(0) : std::nullopt;
-    }
-    if (const auto* s = op.get_if<slice>()) {
-        auto plan = plan_slice(*s, in);
-        if (any_negative(plan)) return std::nullopt;
-        return slice_view(in, plan).second;
-    }
-    return std::nullopt;
+    return op.view_offset(in);
 }
 
 } // namespace conflux::op

@@ -25,23 +25,12 @@ namespace conflux {
 
 namespace {
 
-bool is_anchor(instruction_ref ins) {
-    return ins->name() == "convolution" || ins->name() == "dot";
-}
-
-// Views allowed between the anchor and its epilogue. A broadcast is not: the gemm kernel would
-// have to recompute or replicate its result.
+// Views allowed between the anchor and its epilogue: those that keep or select elements. A
+// broadcast (which replicates) is not: the gemm kernel would have to recompute or replicate its
+// result.
 bool is_anchor_view(instruction_ref ins) {
-    static const std::unordered_set<std::string> names{"transpose", "reshape", "squeeze",
-                                                       "unsqueeze", "flatten", "slice"};
-    return names.contains(ins->name()) && ins->get_operator().traits().view;
-}
-
-// Ops that only change how the result is indexed and stored.
-bool is_layout_op(instruction_ref ins) {
-    static const std::unordered_set<std::string> names{"transpose", "reshape", "squeeze",
-                                                       "unsqueeze", "flatten"};
-    return names.contains(ins->name());
+    const op_traits t = ins->get_operator().traits();
+    return (t.layout_only || t.selects) && t.view;
 }
 
 struct chain {
@@ -85,7 +74,9 @@ bool find_epilogue(instruction_ref anchor, std::vector<instruction_ref>& path, c
 std::vector<instruction_ref> layout_tail(instruction_ref from) {
     std::vector<instruction_ref> tail;
     auto* cur = from;
-    while (cur->outputs().size() == 1 && is_layout_op(cur->outputs().front())) {
+    // Ops that only change how the result is indexed and stored.
+    while (cur->outputs().size() == 1 &&
+           cur->outputs().front()->get_operator().traits().layout_only) {
         cur = cur->outputs().front();
         tail.push_back(cur);
     }
@@ -105,7 +96,7 @@ bool broadcasts_chain_input(instruction_ref epilogue,
         bool from_chain = std::any_of(ins.inputs().begin(), ins.inputs().end(),
                                       [&](instruction_ref in) { return reached.contains(in); });
         if (!from_chain) continue;
-        if (ins.name() == "broadcast") return true;
+        if (ins.get_operator().traits().replicates) return true;
         reached.insert(const_cast<instruction_ref>(&ins));
     }
     return false;
@@ -247,7 +238,7 @@ void rewrite_chain(module& m, const chain& c, instruction_ref pos) {
 void fuse_gemm::apply(module& m) const {
     std::vector<instruction_ref> anchors;
     for (auto& ins : m)
-        if (is_anchor(&ins)) anchors.push_back(&ins);
+        if (ins.get_operator().traits().anchor) anchors.push_back(&ins);
     for (auto* anchor : anchors) {
         chain c{.anchor = anchor};
         std::vector<instruction_ref> path;

@@ -5,17 +5,10 @@
 
 #include <algorithm>
 #include <map>
-#include <string_view>
 
 namespace conflux {
 
 namespace {
-
-bool accumulates_in_f32(const instruction& ins) {
-    const std::string name = ins.name();
-    return name.rfind("reduce_", 0) == 0 || name == "softmax" || name == "log_softmax" ||
-           name == "layer_normalization" || name == "batch_normalization";
-}
 
 instruction_ref next_of(module& m, instruction_ref ins) {
     auto it = std::find_if(m.begin(), m.end(), [&](const instruction& i) { return &i == ins; });
@@ -57,7 +50,7 @@ void reduced_precision::apply(module& m) const {
             m.replace_instruction(ins, convert_to(target), inputs, modules, true);
             continue;
         }
-        if (!accumulates_in_f32(*ins)) {
+        if (!op.traits().accumulates_in_f32) {
             m.replace_instruction(ins, op, inputs, modules, true);
             continue;
         }

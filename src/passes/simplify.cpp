@@ -28,8 +28,7 @@ bool is_elementwise(instruction_ref ins) {
 }
 
 bool is_reshape_like(instruction_ref ins) {
-    const auto n = ins->name();
-    return n == "reshape" || n == "flatten" || n == "squeeze" || n == "unsqueeze";
+    return ins->get_operator().traits().reshape_like;
 }
 
 argument transpose_value(const argument& a, const std::vector<std::int64_t>& perm) {

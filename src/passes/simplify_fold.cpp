@@ -16,7 +16,7 @@ namespace conflux::simplify_detail {
 // would materialise the large result.
 bool find_constant(module& m, instruction_ref ins, const fold_options& o) {
     if (ins->get_operator().traits().builtin || !ins->module_inputs().empty() ||
-        ins->inputs().empty() || ins->name() == "broadcast")
+        ins->inputs().empty() || ins->get_operator().traits().replicates)
         return false;
     const auto& s = ins->get_shape();
     if (s.is_tuple() || s.elements() > o.max_fold_elements) return false;

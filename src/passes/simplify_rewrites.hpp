@@ -17,9 +17,10 @@ void replace(module& m, instruction_ref old_ins, instruction_ref new_ins);
 // The value of a literal instruction, or nullptr when `ins` is not a literal.
 const argument* literal_value(instruction_ref ins);
 
-// Elementwise op / view op families by name.
+// Elementwise op / view op families (op_traits::reshape_like: reshape, flatten, squeeze,
+// unsqueeze).
 bool is_elementwise(instruction_ref ins);
-bool is_reshape_like(instruction_ref ins); // reshape, flatten, squeeze, unsqueeze
+bool is_reshape_like(instruction_ref ins);
 
 // `perm` applied to an argument (output axis i = input axis perm[i]) as a standard copy.
 argument transpose_value(const argument& a, const std::vector<std::int64_t>& perm);

@@ -30,9 +30,8 @@ bool moves_only_unit_axes(const std::vector<std::int64_t>& perm, const dims& len
 //       or a slice with unit steps that keeps every element)
 // To:   x
 bool find_identity_view(module& m, instruction_ref ins) {
-    const auto n = ins->name();
-    if (!(n == "transpose" || is_reshape_like(ins) || n == "broadcast" || n == "slice"))
-        return false;
+    const op_traits t = ins->get_operator().traits();
+    if (!(t.layout_only || t.replicates || t.selects)) return false;
     auto* x = ins->inputs()[0];
     if (x->get_shape().lens() != ins->get_shape().lens()) return false;
     if (const auto* perm = permutation_of(ins); perm && !is_identity(*perm)) return false;

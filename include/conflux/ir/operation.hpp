@@ -8,7 +8,9 @@
 //   shape compute_shape(const std::vector<shape>&) const;    (or the form taking submodules)
 //   argument eval(const shape& out, const std::vector<argument>& in) const;
 //                                                            (or the form taking eval_context)
-//   op_traits traits() const;                                (optional)
+//   op_traits traits() const;                                (optional, default all false)
+//   std::optional<std::size_t> view_offset(const shape& in) const;
+//                                                            (optional, default nullopt; views)
 //   bool operator==(const Op&) const;                        (usually defaulted)
 // Every eval must accept inputs of any strides.
 #pragma once
@@ -19,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,11 +29,24 @@ namespace conflux {
 
 class module;
 
+// Facts about an op that passes and targets ask instead of comparing op names, so that adding
+// an op means declaring its facts once, on the op.
 struct op_traits {
     bool pointwise = false; // elementwise over broadcast-compatible inputs of equal lens
     bool view = false;      // output aliases input 0 with new lens/strides; never copies
-    bool anchor = false;    // a convolution or dot: the heart of a fused gemm op
-    bool builtin = false;   // @param, @literal, @return
+    // Element movement, whatever the strides (so also when a view must copy):
+    bool layout_only = false;       // input 0's elements, each exactly once, only indexed anew
+                                    // (reshape, transpose, squeeze, unsqueeze, flatten)
+    bool reshape_like = false;      // layout_only keeping the row-major order: only the lens change
+                                    // (reshape, flatten, squeeze, unsqueeze)
+    bool replicates = false;        // input 0's elements, some repeated (broadcast)
+    bool selects = false;           // some of input 0's elements, each at most once (slice)
+    bool anchor = false;            // a convolution or dot: the heart of a fused gemm op
+    bool has_anchor_module = false; // fused_gemm: owns a submodule built around one anchor
+    // Kept in f32 under reduced precision: reductions and normalisations, whose sums lose too
+    // much in 16 bits.
+    bool accumulates_in_f32 = false;
+    bool builtin = false; // @param, @literal, @return
 };
 
 // What an op owning submodules needs to evaluate them.
@@ -55,6 +71,9 @@ public:
     std::string name() const { return self_->name(); }
     nlohmann::json attributes() const { return self_->attributes(); }
     op_traits traits() const { return self_->traits(); }
+    // Where the output starts inside input 0's memory, in elements, when applying this op to an
+    // input of shape `in` aliases it; nullopt when it must copy or is not a view op.
+    std::optional<std::size_t> view_offset(const shape& in) const { return self_->view_offset(in); }
     shape compute_shape(const std::vector<shape>& inputs,
                         const std::vector<const module*>& modules = {}) const {
         return self_->compute_shape(inputs, modules);
@@ -84,6 +103,7 @@ private:
         virtual std::string name() const = 0;
         virtual nlohmann::json attributes() const = 0;
         virtual op_traits traits() const = 0;
+        virtual std::optional<std::size_t> view_offset(const shape&) const = 0;
         virtual shape compute_shape(const std::vector<shape>&,
                                     const std::vector<const module*>&) const = 0;
         virtual argument eval(const shape&, const std::vector<argument>&,
@@ -107,6 +127,12 @@ private:
                 return op.traits();
             else
                 return {};
+        }
+        std::optional<std::size_t> view_offset(const shape& in) const override {
+            if constexpr (requires { op.view_offset(in); })
+                return op.view_offset(in);
+            else
+                return std::nullopt;
         }
         shape compute_shape(const std::vector<shape>& in,
                             const std::vector<const module*>& mods) const override {

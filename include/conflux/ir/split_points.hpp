@@ -14,16 +14,13 @@ namespace conflux {
 instruction_ref find_gemm_split(instruction_ref anchor,
                                 const std::function<bool(instruction_ref)>& can_hold);
 
-// Walking up from every returned value over layout ops (reshape, transpose, squeeze, unsqueeze,
-// flatten), the values where the pointwise part ends: one per return, in return order (a value
-// that is returned directly is its own split point).
+// Walking up from every returned value over layout_only ops (reshape, transpose, squeeze,
+// unsqueeze, flatten), the values where the pointwise part ends: one per return, in return order (a
+// value that is returned directly is its own split point).
 std::vector<instruction_ref> find_tail_splits(const module& m);
 
 // Accepts only pointwise ops, literals, parameters, the return and views whose input is a
 // parameter or literal; otherwise throws internal_error naming the first offending instruction.
 void check_pointwise_only(const module& m);
-
-// True for the layout ops a tail may contain.
-bool is_layout_op(const instruction& ins);
 
 } // namespace conflux

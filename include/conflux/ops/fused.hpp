@@ -21,7 +21,7 @@ struct pointwise {
 // outside) make its result a tuple; the first return is the main output.
 struct fused_gemm {
     std::string name() const { return "fused_gemm"; }
-    op_traits traits() const { return {.anchor = true}; }
+    op_traits traits() const { return {.has_anchor_module = true}; }
     shape compute_shape(const std::vector<shape>& in, const std::vector<const module*>& m) const;
     argument eval(const shape& out, const std::vector<argument>& in,
                   const std::vector<const module*>& m, const eval_context& ctx) const;

@@ -12,6 +12,7 @@ struct batch_norm {
     float epsilon = 1e-5f;
     std::string name() const { return "batch_normalization"; }
     nlohmann::json attributes() const { return {{"epsilon", epsilon}}; }
+    op_traits traits() const { return {.accumulates_in_f32 = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const batch_norm&) const = default;
@@ -25,6 +26,7 @@ struct layer_norm {
     float epsilon = 1e-5f;
     std::string name() const { return "layer_normalization"; }
     nlohmann::json attributes() const { return {{"axis", axis}, {"epsilon", epsilon}}; }
+    op_traits traits() const { return {.accumulates_in_f32 = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const layer_norm&) const = default;

@@ -23,6 +23,7 @@ struct reduce {
     bool noop_with_empty_axes = false;
     std::string name() const;
     nlohmann::json attributes() const;
+    op_traits traits() const { return {.accumulates_in_f32 = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const reduce&) const = default;
@@ -35,6 +36,7 @@ struct softmax {
     bool log = false;
     std::string name() const { return log ? "log_softmax" : "softmax"; }
     nlohmann::json attributes() const { return {{"axis", axis}}; }
+    op_traits traits() const { return {.accumulates_in_f32 = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const softmax&) const = default;

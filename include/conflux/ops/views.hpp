@@ -16,7 +16,8 @@ struct reshape {
     dims lens;
     std::string name() const { return "reshape"; }
     nlohmann::json attributes() const { return {{"dims", lens}}; }
-    op_traits traits() const { return {.view = true}; }
+    op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
+    std::optional<std::size_t> view_offset(const shape& in) const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const reshape&) const = default;
@@ -27,7 +28,8 @@ struct transpose {
     std::vector<std::int64_t> permutation;
     std::string name() const { return "transpose"; }
     nlohmann::json attributes() const { return {{"permutation", permutation}}; }
-    op_traits traits() const { return {.view = true}; }
+    op_traits traits() const { return {.view = true, .layout_only = true}; }
+    std::optional<std::size_t> view_offset(const shape&) const { return 0; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const transpose&) const = default;
@@ -38,7 +40,8 @@ struct squeeze {
     std::vector<std::int64_t> axes;
     std::string name() const { return "squeeze"; }
     nlohmann::json attributes() const { return {{"axes", axes}}; }
-    op_traits traits() const { return {.view = true}; }
+    op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
+    std::optional<std::size_t> view_offset(const shape&) const { return 0; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const squeeze&) const = default;
@@ -49,7 +52,8 @@ struct unsqueeze {
     std::vector<std::int64_t> axes;
     std::string name() const { return "unsqueeze"; }
     nlohmann::json attributes() const { return {{"axes", axes}}; }
-    op_traits traits() const { return {.view = true}; }
+    op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
+    std::optional<std::size_t> view_offset(const shape&) const { return 0; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const unsqueeze&) const = default;
@@ -60,7 +64,8 @@ struct flatten {
     std::int64_t axis = 1;
     std::string name() const { return "flatten"; }
     nlohmann::json attributes() const { return {{"axis", axis}}; }
-    op_traits traits() const { return {.view = true}; }
+    op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
+    std::optional<std::size_t> view_offset(const shape& in) const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const flatten&) const = default;
@@ -71,7 +76,8 @@ struct broadcast {
     dims out_lens;
     std::string name() const { return "broadcast"; }
     nlohmann::json attributes() const { return {{"out_lens", out_lens}}; }
-    op_traits traits() const { return {.view = true}; }
+    op_traits traits() const { return {.view = true, .replicates = true}; }
+    std::optional<std::size_t> view_offset(const shape&) const { return 0; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const broadcast&) const = default;
@@ -87,6 +93,7 @@ struct slice {
     std::string name() const { return "slice"; }
     nlohmann::json attributes() const;
     op_traits traits() const;
+    std::optional<std::size_t> view_offset(const shape& in) const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const slice&) const = default;
@@ -121,6 +128,7 @@ std::optional<shape> reshape_as_view(const shape& in, const dims& lens);
 // Where a view op's output starts inside its input's memory, in elements, when applying `op` to
 // an input of shape `in` aliases it; nullopt when the op must copy (a reshape the strides do not
 // allow, a slice with a negative step) or is not a view op. Targets use it to alias buffers.
+// Each view op answers for itself (its view_offset member); this asks `op`.
 std::optional<std::size_t> view_offset(const operation& op, const shape& in);
 
 } // namespace conflux::op

@@ -6,7 +6,6 @@
 #include "cuda/codegen/index_writer.hpp"
 
 #include <algorithm>
-#include <set>
 
 namespace conflux::cuda::index {
 
@@ -16,18 +15,24 @@ constexpr std::int64_t tile = 32;
 constexpr std::int64_t tile_rows = index::block_threads / tile; // each thread copies 4 rows
 constexpr std::size_t min_tiled_len = 16;
 
+// An op whose output is its input read through other lens/strides at offset 0 (layout ops and
+// broadcast; not slice, whose offset the chain does not carry), or a standard copy of it.
+bool reads_input_at_offset_0(const operation& op) {
+    const op_traits t = op.traits();
+    return t.layout_only || t.replicates || op.get_if<op::contiguous>() != nullptr;
+}
+
 // The views from m's only parameter to its only return, in order (empty when the parameter is
 // returned as it is); nullopt when m is anything else.
 std::optional<std::vector<instruction_ref>> view_chain(const module& m) {
-    static const std::set<std::string> views{"transpose", "reshape",   "flatten",   "squeeze",
-                                             "unsqueeze", "broadcast", "contiguous"};
     const auto params = m.parameters();
     const instruction_ref ret = m.get_return();
     if (params.size() != 1 || ret == nullptr || ret->inputs().size() != 1) return std::nullopt;
     std::vector<instruction_ref> chain;
     for (instruction_ref at = ret->inputs().front(); at != params.front();
          at = at->inputs().front()) {
-        if (views.count(at->name()) == 0 || at->inputs().size() != 1) return std::nullopt;
+        if (!reads_input_at_offset_0(at->get_operator()) || at->inputs().size() != 1)
+            return std::nullopt;
         chain.push_back(at);
     }
     std::reverse(chain.begin(), chain.end());
@@ -38,15 +43,11 @@ std::optional<std::vector<instruction_ref>> view_chain(const module& m) {
 // nullopt when a reshape of the actual input would have to copy.
 std::optional<shape> composed_view(const std::vector<instruction_ref>& chain, shape s) {
     for (instruction_ref ins : chain) {
-        const std::string name = ins->name();
-        if (name == "contiguous") continue; // the same values; only the layout changes
-        if (name == "reshape" || name == "flatten") {
-            auto v = op::reshape_as_view(s, ins->get_shape().lens());
-            if (!v) return std::nullopt;
-            s = *v;
-        } else {
-            s = ins->get_operator().compute_shape({s});
-        }
+        const operation& op = ins->get_operator();
+        // The same values; only the layout changes.
+        if (op.get_if<op::contiguous>()) continue;
+        if (!op.view_offset(s)) return std::nullopt;
+        s = op.compute_shape({s});
     }
     return s;
 }

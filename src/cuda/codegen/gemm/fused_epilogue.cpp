@@ -47,7 +47,7 @@ forward_paths trace_paths(const module& m, instruction_ref anchor) {
             path = &it->second;
         }
         if (path == nullptr) continue;
-        if (is_layout_op(ins)) {
+        if (ins.get_operator().traits().layout_only) {
             auto moved = *path;
             moved.push_back(const_cast<instruction*>(&ins));
             f.path[&ins] = std::move(moved);
@@ -350,7 +350,7 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
         w.remember_value(anchor, at.key(), value);
         for (const instruction& ins : m) {
             auto found = f.path.find(&ins);
-            if (found == f.path.end() || !is_layout_op(ins)) continue;
+            if (found == f.path.end() || !ins.get_operator().traits().layout_only) continue;
             const instruction_ref in = ins.inputs().front();
             const std::string v = values.value(in, position_of(lane, f.path.at(in)));
             w.remember_value(&ins, position_of(lane, found->second).key(), v);
