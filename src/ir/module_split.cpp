@@ -1,33 +1,17 @@
 // module::split (DESIGN.md, "IR"): cuts a module into parts that, evaluated in sequence, compute
 // the same returns as the whole. Used when a fused gemm op does not fit one kernel.
+#include "conflux/ir/copy_instructions.hpp"
 #include "conflux/ir/module.hpp"
 #include "conflux/ir/program.hpp"
 
-#include <unordered_map>
 #include <unordered_set>
 
 namespace conflux {
 
 namespace {
 
-using value_map = std::unordered_map<const instruction*, instruction_ref>;
-
 const std::string& param_name(const instruction& ins) {
     return ins.get_operator().get_if<op::param>()->name_;
-}
-
-// Appends a copy of `ins` to `dst`, its inputs translated through `map`, and records it there.
-instruction_ref copy_instruction(module& dst, const instruction& ins, value_map& map) {
-    std::vector<instruction_ref> inputs;
-    inputs.reserve(ins.inputs().size());
-    for (auto* in : ins.inputs()) {
-        auto it = map.find(in);
-        CONFLUX_ASSERT(it != map.end(), "split: input of ", ins.name(), " was not copied");
-        inputs.push_back(it->second);
-    }
-    auto* copy = dst.add_instruction(ins.get_operator(), std::move(inputs), ins.module_inputs());
-    map[&ins] = copy;
-    return copy;
 }
 
 // Everything `roots` depend on, stopping at (but including) the instructions in `stop`.
@@ -60,7 +44,7 @@ std::string fresh_split_name(const module& m, std::size_t& next) {
 struct two_parts {
     split_part first;
     split_part second;
-    value_map second_map; // instruction of `m` -> its counterpart in `second.mod`
+    instruction_map second_map; // instruction of `m` -> its counterpart in `second.mod`
 };
 
 // Splits `m`, whose parameters (in order) are bound to `bindings`, at `splits`, filling the empty
@@ -86,14 +70,14 @@ two_parts split_in_two(const module& m, module& p1, module& p2,
     // Part 1: the closure feeding the split values, in the original order (which is topological).
     {
         auto needed = closure(splits, {});
-        value_map map;
+        instruction_map map;
         for (auto* param : params) {
             if (needed.count(param) == 0) continue;
             map[param] = p1.add_parameter(param_name(*param), param->get_shape());
             out.first.inputs.push_back(bindings[param_index.at(param)]);
         }
         for (const auto& ins : m)
-            if (!ins.is_param() && needed.count(&ins) != 0) copy_instruction(p1, ins, map);
+            if (!ins.is_param() && needed.count(&ins) != 0) copy_instruction(p1, &ins, map);
         std::vector<instruction_ref> rets;
         for (auto* s : splits)
             rets.push_back(map.at(s));
@@ -125,8 +109,8 @@ two_parts split_in_two(const module& m, module& p1, module& p2,
         for (const auto& ins : m)
             if (!ins.is_param() && !ins.is_return() && needed.count(&ins) != 0 &&
                 stop.count(&ins) == 0)
-                copy_instruction(p2, ins, map);
-        copy_instruction(p2, *ret, map);
+                copy_instruction(p2, &ins, map);
+        copy_instruction(p2, ret, map);
         out.second.mod = &p2;
     }
     return out;

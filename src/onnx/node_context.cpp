@@ -1,16 +1,12 @@
 #include "onnx/node_context.hpp"
 
+#include "conflux/ir/literal_value.hpp"
 #include "conflux/ops/views.hpp"
 
 #include <algorithm>
 #include <set>
 
 namespace conflux::onnx {
-
-const argument* literal_value(instruction_ref ins) {
-    if (const auto* lit = ins->get_operator().get_if<op::literal>()) return &lit->value;
-    return nullptr;
-}
 
 std::optional<argument> constant_value(instruction_ref ins) {
     if (const auto* v = literal_value(ins)) return *v;

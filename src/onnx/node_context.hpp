@@ -125,8 +125,6 @@ private:
     std::vector<instruction_ref> inputs_;
 };
 
-// The literal value of an instruction, or nullptr.
-const argument* literal_value(instruction_ref ins);
 // The value of a literal or of a broadcast view of one; nullopt for anything else.
 std::optional<argument> constant_value(instruction_ref ins);
 

@@ -2,6 +2,7 @@
 
 #include "conflux/util/parallel_for.hpp"
 #include "ops/strided_loop.hpp"
+#include "ops/wrapping_arithmetic.hpp"
 
 #include <algorithm>
 #include <array>
@@ -215,29 +216,6 @@ void run(const std::vector<argument>& in, const argument& out, const detail::loo
             }
         },
         blocks_per_task);
-}
-
-// Integer arithmetic wraps (through unsigned, where C++ defines it) instead of being UB.
-template <class C> C wrap_add(C a, C b) {
-    if constexpr (std::is_integral_v<C>)
-        return C(std::uint64_t(a) + std::uint64_t(b));
-    else
-        return a + b;
-}
-template <class C> C wrap_sub(C a, C b) {
-    if constexpr (std::is_integral_v<C>)
-        return C(std::uint64_t(a) - std::uint64_t(b));
-    else
-        return a - b;
-}
-template <class C> C wrap_mul(C a, C b) {
-    if constexpr (std::is_integral_v<C>)
-        return C(std::uint64_t(a) * std::uint64_t(b));
-    else
-        return a * b;
-}
-template <class C> C wrap_neg(C a) {
-    return wrap_sub(C(0), a);
 }
 
 template <class C> C divide(C a, C b) {

@@ -5,29 +5,17 @@
 #include <type_traits>
 
 #include "op_helpers.hpp"
+#include "wrapping_arithmetic.hpp"
 
 namespace conflux::op {
 
 namespace {
 
-// Integer accumulation wraps like the storage types do instead of being undefined on overflow.
-template <class C> C add(C a, C b) {
-    if constexpr (std::is_integral_v<C>)
-        return C(std::uint64_t(a) + std::uint64_t(b));
-    else
-        return a + b;
-}
-
-template <class C> C mul(C a, C b) {
-    if constexpr (std::is_integral_v<C>)
-        return C(std::uint64_t(a) * std::uint64_t(b));
-    else
-        return a * b;
-}
-
+// Integer accumulation wraps like the storage types do instead of being undefined on overflow
+// (wrapping_arithmetic.hpp).
 template <class C> C magnitude(C a) {
     if constexpr (std::is_integral_v<C>)
-        return a < 0 ? C(std::uint64_t(0) - std::uint64_t(a)) : a;
+        return a < 0 ? wrap_neg(a) : a;
     else
         return std::fabs(a);
 }
@@ -150,8 +138,8 @@ template <class C>
 std::vector<C> reduce_values(const std::vector<C>& x, const reduce_plan& p, reduce_kind kind,
                              dtype type) {
     auto same = [](C v) { return v; };
-    auto square = [](C v) { return mul(v, v); };
-    auto plus = [](C a, C b) { return add(a, b); };
+    auto square = [](C v) { return wrap_mul(v, v); };
+    auto plus = [](C a, C b) { return wrap_add(a, b); };
     auto larger = [](C a, C b) { return take_max(a, b); };
     auto smaller = [](C a, C b) { return take_min(a, b); };
     auto absolute = [](C v) { return magnitude(v); };
@@ -181,7 +169,7 @@ std::vector<C> reduce_values(const std::vector<C>& x, const reduce_plan& p, redu
     case reduce_kind::min:
         return accumulate<C>(x, p, extreme_of<C>(type, false), same, smaller);
     case reduce_kind::prod:
-        return accumulate<C>(x, p, C(1), same, [](C a, C b) { return mul(a, b); });
+        return accumulate<C>(x, p, C(1), same, [](C a, C b) { return wrap_mul(a, b); });
     case reduce_kind::l1:
         return accumulate<C>(x, p, C(0), absolute, plus);
     case reduce_kind::sum_square:

@@ -11,9 +11,9 @@
 // is then a tuple and those users read it with get_tuple_elem.
 #include "conflux/passes/fuse_gemm.hpp"
 
+#include "conflux/ir/copy_instructions.hpp"
 #include "conflux/ir/program.hpp"
 #include "conflux/ops/fused.hpp"
-#include "passes/copy_instructions.hpp"
 
 #include <algorithm>
 #include <optional>

@@ -8,9 +8,9 @@
 // already-fused result of an earlier group as an ordinary outside input.
 #include "conflux/passes/fuse_pointwise.hpp"
 
+#include "conflux/ir/copy_instructions.hpp"
 #include "conflux/ir/program.hpp"
 #include "conflux/ops/fused.hpp"
-#include "passes/copy_instructions.hpp"
 
 #include <algorithm>
 #include <queue>

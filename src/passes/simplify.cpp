@@ -18,11 +18,6 @@ void replace(module& m, instruction_ref old_ins, instruction_ref new_ins) {
     m.replace_all_uses(old_ins, new_ins);
 }
 
-const argument* literal_value(instruction_ref ins) {
-    const auto* lit = ins->get_operator().get_if<op::literal>();
-    return lit ? &lit->value : nullptr;
-}
-
 bool is_elementwise(instruction_ref ins) {
     return ins->get_operator().get_if<op::elementwise>() != nullptr;
 }

@@ -3,6 +3,7 @@
 // instructions for dce (the driver runs it between sweeps).
 #pragma once
 
+#include "conflux/ir/literal_value.hpp"
 #include "conflux/ir/module.hpp"
 
 #include <cstdint>
@@ -13,9 +14,6 @@ namespace conflux::simplify_detail {
 // Points every user of `old_ins` at `new_ins`. The lens must be equal; the strides may differ,
 // in which case every user's shape is recomputed (and their users', as far as strides change).
 void replace(module& m, instruction_ref old_ins, instruction_ref new_ins);
-
-// The value of a literal instruction, or nullptr when `ins` is not a literal.
-const argument* literal_value(instruction_ref ins);
 
 // Elementwise op / view op families (op_traits::reshape_like: reshape, flatten, squeeze,
 // unsqueeze).

@@ -13,6 +13,14 @@ namespace {
 
 constexpr std::size_t int32_limit = std::size_t(std::numeric_limits<int>::max());
 
+// The most negative long long: its magnitude is no literal of a signed type.
+constexpr const char* int64_min_literal = "(-9223372036854775807LL - 1)";
+
+long long checked_signed(std::size_t v) {
+    CONFLUX_ASSERT(v <= std::size_t(LLONG_MAX), "integer literal ", v, " is out of range");
+    return static_cast<long long>(v);
+}
+
 } // namespace
 
 std::string index_type(const std::vector<shape>& shapes) {
@@ -27,21 +35,37 @@ std::string index_type(const kernel_request& r) {
     return index_type(all);
 }
 
-std::string kernel_begin(const kernel_request& r, const std::string& index) {
-    std::string s = "#include \"conflux/types.cuh\"\n#include \"conflux/reduce.cuh\"\n\n";
-    // Generated code declares every coordinate and offset it might need; those that a shape
-    // makes constant go unused, which is not worth a warning per kernel.
-    s += "#pragma nv_diag_suppress 177\n";
-    s += "typedef " + index + " cx_index;\n\n";
-    s += "extern \"C\" __global__ void " + r.entry + "(";
+std::string include_prelude(const std::vector<std::string>& headers) {
+    std::string s;
+    for (const auto& h : headers)
+        s += "#include \"conflux/" + h + "\"\n";
+    return s + "\n";
+}
+
+std::string kernel_signature(const std::string& entry, const std::vector<std::string>& parameters,
+                             unsigned launch_bounds) {
+    std::string s = "extern \"C\" __global__ void ";
+    if (launch_bounds != 0) s += "__launch_bounds__(" + std::to_string(launch_bounds) + ") ";
+    s += entry + "(";
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+        s += (i == 0 ? "" : ", ") + parameters[i];
+    return s + ")";
+}
+
+std::vector<std::string> buffer_parameters(const std::vector<shape>& inputs,
+                                           const std::vector<shape>& outputs) {
     std::vector<std::string> params;
-    for (std::size_t i = 0; i < r.inputs.size(); ++i)
-        params.push_back("const " + storage_type(r.inputs[i].type()) + "* in" + std::to_string(i));
-    for (std::size_t i = 0; i < r.outputs.size(); ++i)
-        params.push_back(storage_type(r.outputs[i].type()) + "* out" + std::to_string(i));
-    for (std::size_t i = 0; i < params.size(); ++i)
-        s += (i == 0 ? "" : ", ") + params[i];
-    return s + ") {\n";
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        params.push_back("const " + storage_type(inputs[i].type()) + "* in" + std::to_string(i));
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+        params.push_back(storage_type(outputs[i].type()) + "* out" + std::to_string(i));
+    return params;
+}
+
+std::string kernel_begin(const kernel_request& r, const std::string& index) {
+    return include_prelude({"types.cuh", "reduce.cuh"}) + suppress_unused_warnings + "typedef " +
+           index + " cx_index;\n\n" +
+           kernel_signature(r.entry, buffer_parameters(r.inputs, r.outputs)) + " {\n";
 }
 
 kernel_source make_kernel(const kernel_request& r, const std::string& body, launch_dims launch) {
@@ -126,13 +150,26 @@ std::string scaled(const std::string& expr, std::size_t factor) {
 }
 
 std::string integer_literal(long long v) {
-    if (v == LLONG_MIN) return "(-9223372036854775807LL - 1)";
+    if (v == LLONG_MIN) return int64_min_literal;
     return std::to_string(v) + (v > INT_MAX || v < INT_MIN ? "LL" : "");
 }
 
 std::string integer_literal(std::size_t v) {
-    CONFLUX_ASSERT(v <= std::size_t(LLONG_MAX), "integer_literal: ", v, " is out of range");
-    return integer_literal(static_cast<long long>(v));
+    return integer_literal(checked_signed(v));
+}
+
+std::string long_long_literal(long long v) {
+    if (v == LLONG_MIN) return int64_min_literal;
+    return std::to_string(v) + "LL";
+}
+
+std::string long_long_literal(std::size_t v) {
+    return long_long_literal(checked_signed(v));
+}
+
+std::string decimal_literal(std::int64_t v) {
+    if (v == INT64_MIN) return int64_min_literal;
+    return std::to_string(v);
 }
 
 launch_dims linear_launch(std::size_t items, unsigned block) {

@@ -1,12 +1,14 @@
-// String building shared by the reduce, normalisation, pooling and direct gemm generators: the
-// kernel signature, index decomposition, strided offsets, 32/64-bit index choice, and how rows
-// of a reduction map onto threads. Generated code names its index type `cx_index`.
+// String building shared by the CUDA generators: integer literals, the include prelude and the
+// kernel signature (every generator); and for the reduce, normalisation, pooling and direct gemm
+// generators the kernel start, index decomposition, strided offsets, 32/64-bit index choice, and
+// how rows of a reduction map onto threads. Generated code names its index type `cx_index`.
 #pragma once
 
 #include "conflux/ir/errors.hpp"
 #include "cuda/codegen/generator.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,9 +20,27 @@ std::string index_type(const std::vector<shape>& shapes);
 // index_type over the request's inputs and outputs.
 std::string index_type(const kernel_request& r);
 
-// The start of every kernel of these generators: the includes, `typedef <index> cx_index;`, and
-// `extern "C" __global__ void <entry>(const S0* in0, ..., S* out0, ...)` up to and including the
-// opening brace.
+// `#include "conflux/<header>"` for each of `headers`, then an empty line: the first lines of
+// every generated file.
+std::string include_prelude(const std::vector<std::string>& headers);
+
+// Generated code declares every coordinate and offset it might need; those that a shape makes
+// constant go unused, which is not worth a warning per kernel.
+constexpr const char* suppress_unused_warnings = "#pragma nv_diag_suppress 177\n";
+
+// `extern "C" __global__ void <entry>(<parameters>)`, with `__launch_bounds__(<launch_bounds>) `
+// before the name unless launch_bounds is 0; no brace.
+std::string kernel_signature(const std::string& entry, const std::vector<std::string>& parameters,
+                             unsigned launch_bounds = 0);
+
+// The parameters of the convention of kernel_source.hpp: `const S0* in0, ...` for the inputs,
+// then `S* out0, ...` for the outputs, S the storage type.
+std::vector<std::string> buffer_parameters(const std::vector<shape>& inputs,
+                                           const std::vector<shape>& outputs);
+
+// The start of every kernel of the reduce, normalisation, pooling and direct gemm generators: the
+// includes, `typedef <index> cx_index;`, and `extern "C" __global__ void <entry>(const S0* in0,
+// ..., S* out0, ...)` up to and including the opening brace.
 std::string kernel_begin(const kernel_request& r, const std::string& index);
 
 // The kernel `kernel_begin(r, index_type(r)) + body + "}"` launched as `launch`.
@@ -62,9 +82,18 @@ std::string offset(const std::vector<std::string>& index, const dims& lens, cons
 // "expr * factor", or just "expr" when factor is 1.
 std::string scaled(const std::string& expr, std::size_t factor);
 
-// A decimal literal of v for generated code (long long), including the most negative value.
+// Integer literals for generated code, all in decimal. INT64_MIN is written as
+// "(-9223372036854775807LL - 1)": its magnitude is no literal of a signed type. A std::size_t
+// must not exceed INT64_MAX (internal error).
+// An int literal where the value fits in int32, else "LL"-suffixed.
 std::string integer_literal(long long v);
 std::string integer_literal(std::size_t v);
+// Always "LL"-suffixed, so that the arithmetic it takes part in is 64-bit.
+std::string long_long_literal(long long v);
+std::string long_long_literal(std::size_t v);
+// Without a suffix (C++ gives it the first of int, long, long long that holds it): how the index
+// generator writes its constants.
+std::string decimal_literal(std::int64_t v);
 
 // One thread per item in blocks of `block` threads; grid 0 when there are no items.
 launch_dims linear_launch(std::size_t items, unsigned block);

@@ -1,5 +1,7 @@
 #include "cuda/codegen/device_types.hpp"
 
+#include "cuda/codegen/codegen_text.hpp"
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -46,11 +48,8 @@ std::string compute_type(dtype t) {
 
 std::string compute_literal(dtype t, double v) {
     const std::string ct = compute_type(t);
+    if (ct == "long long") return text::long_long_literal(static_cast<long long>(v));
     char buf[64];
-    if (ct == "long long") {
-        std::snprintf(buf, sizeof buf, "%lldLL", static_cast<long long>(v));
-        return buf;
-    }
     if (ct == "float") {
         const float f = static_cast<float>(v);
         if (!std::isfinite(f)) {

@@ -1,10 +1,10 @@
 #include "cuda/codegen/index_elementwise.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 namespace conflux::cuda::index {
 
@@ -25,11 +25,7 @@ std::string in_compute_type(dtype t, float v) {
         n = INT64_MIN;
     else if (v == v)
         n = static_cast<long long>(v);
-    char buf[64];
-    // INT64_MIN has no literal of its own.
-    if (n == INT64_MIN) return "(-9223372036854775807LL - 1)";
-    std::snprintf(buf, sizeof buf, "%lldLL", n);
-    return buf;
+    return text::long_long_literal(n);
 }
 
 // An attribute as the type the reference's fmath computes in: float for f32/f16/bf16, double

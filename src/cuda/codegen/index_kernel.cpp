@@ -1,20 +1,16 @@
 #include "cuda/codegen/index_kernel.hpp"
 
-#include "cuda/codegen/device_types.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 
 namespace conflux::cuda::index {
 
 std::string kernel_signature(const std::string& entry, const std::vector<shape>& inputs,
                              const std::vector<shape>& outputs) {
-    std::string params;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-        params += (params.empty() ? "const " : ", const ") + storage_type(inputs[i].type()) +
-                  "* in" + std::to_string(i);
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-        params += (params.empty() ? "" : ", ") + storage_type(outputs[i].type()) + "* out" +
-                  std::to_string(i);
-    return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block_threads) +
-           ") " + entry + "(" + params + ")";
+    return text::kernel_signature(entry, text::buffer_parameters(inputs, outputs), block_threads);
+}
+
+std::string kernel_prelude() {
+    return text::include_prelude({"types.cuh", "math.cuh"});
 }
 
 std::string index_type_for(const module& m, const std::vector<shape>& inputs,

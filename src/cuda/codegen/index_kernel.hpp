@@ -23,8 +23,6 @@ std::string index_type_for(const module& m, const std::vector<shape>& inputs,
                            const std::vector<shape>& outputs);
 
 // The file's first lines: the device headers every index kernel includes.
-inline const char* kernel_prelude() {
-    return "#include \"conflux/types.cuh\"\n#include \"conflux/math.cuh\"\n\n";
-}
+std::string kernel_prelude();
 
 } // namespace conflux::cuda::index

@@ -2,16 +2,13 @@
 // read their inputs at positions derived from the output position.
 #include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/normalization.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/index_values.hpp"
 
 namespace conflux::cuda::index {
 
 namespace {
-
-std::string text(std::int64_t v) {
-    return std::to_string(v);
-}
 
 // Host forms of cx_reflect_index / cx_edge_index, for positions known at generation time.
 std::int64_t reflect_index(std::int64_t i, std::int64_t n) {
@@ -60,7 +57,7 @@ std::string value_builder::concat_value(instruction_ref ins, const index_expr& a
     for (std::size_t p = 0; p < parts.size(); ++p) {
         const bool last = p + 1 == parts.size();
         const std::string head =
-            last ? "else" : "if (" + axes[axis] + " < " + text(end_of(p)) + ")";
+            last ? "else" : "if (" + axes[axis] + " < " + text::decimal_literal(end_of(p)) + ")";
         if (p == 0)
             w_.open(head);
         else
@@ -95,15 +92,16 @@ std::string value_builder::pad_value(instruction_ref ins, const index_expr& at) 
             if (known)
                 never_inside = never_inside || *known < 0 || *known >= n;
             else
-                inside.push_back(shifted + " >= 0 && " + shifted + " < " + text(n));
+                inside.push_back(shifted + " >= 0 && " + shifted + " < " +
+                                 text::decimal_literal(n));
         } else if (p.mode == op::pad_mode::edge || n == 1) {
-            source[d] = known ? text(edge_index(*known, n))
+            source[d] = known ? text::decimal_literal(edge_index(*known, n))
                               : w_.bind("cx_edge_index<" + w_.index_type() + ">(" + shifted + ", " +
-                                        text(n) + ")");
+                                        text::decimal_literal(n) + ")");
         } else {
-            source[d] = known ? text(reflect_index(*known, n))
+            source[d] = known ? text::decimal_literal(reflect_index(*known, n))
                               : w_.bind("cx_reflect_index<" + w_.index_type() + ">(" + shifted +
-                                        ", " + text(n) + ")");
+                                        ", " + text::decimal_literal(n) + ")");
         }
     }
     const dtype t = ins->get_shape().type();
@@ -124,7 +122,7 @@ std::string value_builder::pad_value(instruction_ref ins, const index_expr& at) 
 
 std::string value_builder::gather_index(const std::string& raw, std::size_t n) {
     return w_.bind("static_cast<" + w_.index_type() + ">(cx_gather_index(static_cast<long long>(" +
-                   raw + "), " + text(static_cast<std::int64_t>(n)) + "LL))");
+                   raw + "), " + text::long_long_literal(n) + "))");
 }
 
 std::string value_builder::gather_value(instruction_ref ins, const index_expr& at) {

@@ -1,6 +1,7 @@
 #include "cuda/codegen/index_transpose.hpp"
 
 #include "conflux/ops/views.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/index_kernel.hpp"
 #include "cuda/codegen/index_writer.hpp"
@@ -79,10 +80,6 @@ std::vector<copy_axis> merged_axes(const shape& src, const shape& dst) {
     return axes;
 }
 
-std::string text(std::int64_t v) {
-    return std::to_string(v);
-}
-
 } // namespace
 
 std::optional<kernel_source> tiled_transpose_kernel(const module& m,
@@ -123,41 +120,44 @@ std::optional<kernel_source> tiled_transpose_kernel(const module& m,
     kernel_writer w(index_type_for(m, inputs, outputs));
     const std::string& it = w.index_type();
     w.line("const " + it + " t = static_cast<" + it + ">(blockIdx.x);");
-    const std::string tb = w.bind("t % " + text(tiles_b));
-    const std::string ta = w.bind("(t / " + text(tiles_b) + ") % " + text(tiles_a));
+    const std::string tb = w.bind("t % " + text::decimal_literal(tiles_b));
+    const std::string ta =
+        w.bind("(t / " + text::decimal_literal(tiles_b) + ") % " + text::decimal_literal(tiles_a));
     std::string src_base = "0", dst_base = "0";
     if (!batch_lens.empty()) {
-        const std::string tm = w.bind("t / " + text(tiles_a * tiles_b));
+        const std::string tm = w.bind("t / " + text::decimal_literal(tiles_a * tiles_b));
         const auto batch = w.axes(index_expr::from_linear(batch_lens, tm));
         src_base = w.bind(w.dot(batch, batch_src));
         dst_base = w.bind(w.dot(batch, batch_dst));
     }
     const std::string a0 = w.mul(ta, tile), b0 = w.mul(tb, tile);
     const std::string storage = storage_type(dst.type());
-    const std::string rows = "for (int r = static_cast<int>(threadIdx.y); r < " + text(tile) +
-                             "; r += " + text(tile_rows) + ")";
-    const std::string in_range = "if (ia < " + text(a->len) + " && ib < " + text(b->len) + ")";
+    const std::string rows = "for (int r = static_cast<int>(threadIdx.y); r < " +
+                             text::decimal_literal(tile) +
+                             "; r += " + text::decimal_literal(tile_rows) + ")";
+    const std::string in_range = "if (ia < " + text::decimal_literal(a->len) + " && ib < " +
+                                 text::decimal_literal(b->len) + ")";
     // Read rows of the tile along the input's fastest axis b ...
     w.open(rows);
     w.line("const " + it + " ia = " + a0 + " + r;");
     w.line("const " + it + " ib = " + b0 + " + static_cast<" + it + ">(threadIdx.x);");
-    w.line(in_range + " tile[r][threadIdx.x] = in0[" + src_base + " + ia * " + text(a->src) +
-           " + ib * " + text(b->src) + "];");
+    w.line(in_range + " tile[r][threadIdx.x] = in0[" + src_base + " + ia * " +
+           text::decimal_literal(a->src) + " + ib * " + text::decimal_literal(b->src) + "];");
     w.close();
     w.line("__syncthreads();");
     // ... and write them along the output's fastest axis a.
     w.open(rows);
     w.line("const " + it + " ia = " + a0 + " + static_cast<" + it + ">(threadIdx.x);");
     w.line("const " + it + " ib = " + b0 + " + r;");
-    w.line(in_range + " out0[" + dst_base + " + ia * " + text(a->dst) + " + ib * " + text(b->dst) +
-           "] = tile[threadIdx.x][r];");
+    w.line(in_range + " out0[" + dst_base + " + ia * " + text::decimal_literal(a->dst) +
+           " + ib * " + text::decimal_literal(b->dst) + "] = tile[threadIdx.x][r];");
     w.close();
 
     kernel_source k;
     k.entry = entry;
     k.code = std::string(kernel_prelude()) + kernel_signature(entry, inputs, outputs) + " {\n" +
-             "    __shared__ " + storage + " tile[" + text(tile) + "][" + text(tile + 1) + "];\n" +
-             w.body() + "}\n";
+             "    __shared__ " + storage + " tile[" + text::decimal_literal(tile) + "][" +
+             text::decimal_literal(tile + 1) + "];\n" + w.body() + "}\n";
     k.launch.grid = {static_cast<unsigned>(blocks), 1, 1};
     k.launch.block = {static_cast<unsigned>(tile), static_cast<unsigned>(tile_rows), 1};
     k.inputs = 1;

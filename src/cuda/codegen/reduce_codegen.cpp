@@ -243,12 +243,9 @@ kernel_source generate_reduce(const kernel_request& r) {
 }
 
 kernel_source generate_softmax(const kernel_request& r) {
-    const auto* op = r.op->get_if<op::softmax>();
-    CONFLUX_ASSERT(op != nullptr, "generate_softmax for ", r.op->name());
-    const shape& x = r.inputs.at(0);
-    const shape& y = r.outputs.at(0);
-    CONFLUX_ASSERT(y.lens() == x.lens(), r.op->name(), ": output ", to_string(y),
-                   " does not match input ", to_string(x));
+    const auto* op = &text::single_operand_op<op::softmax>(r, "generate_softmax");
+    const shape& x = r.inputs[0];
+    const shape& y = r.outputs[0];
     if (y.elements() == 0) return text::empty_kernel(r);
     const auto axis = std::size_t(op->axis);
     std::vector<bool> reduced(x.rank(), false);
@@ -281,12 +278,10 @@ kernel_source generate_softmax(const kernel_request& r) {
 }
 
 kernel_source generate_arg_reduce(const kernel_request& r) {
-    const auto* op = r.op->get_if<op::arg_reduce>();
-    CONFLUX_ASSERT(op != nullptr, "generate_arg_reduce for ", r.op->name());
-    const shape& x = r.inputs.at(0);
-    const shape& y = r.outputs.at(0);
-    CONFLUX_ASSERT(y.lens() == op->compute_shape({x}).lens() && y.type() == dtype::i64,
-                   r.op->name(), ": output ", to_string(y), " does not match input ", to_string(x));
+    const auto* op = &text::single_operand_op<op::arg_reduce>(r, "generate_arg_reduce");
+    const shape& x = r.inputs[0];
+    const shape& y = r.outputs[0];
+    CONFLUX_ASSERT(y.type() == dtype::i64, r.op->name(), ": output ", to_string(y), " is not i64");
     if (y.elements() == 0) return text::empty_kernel(r);
     const auto axis = std::size_t(op->axis);
     std::vector<bool> reduced(x.rank(), false);

@@ -2,7 +2,6 @@
 
 #include "conflux/ir/errors.hpp"
 #include "conflux/ir/split_points.hpp"
-#include "conflux/ops/fused.hpp"
 
 namespace conflux::cuda {
 
@@ -39,7 +38,7 @@ fused_op_split split_fused_op(const instruction& op, program& parts) {
 fused_op_splits split_fused_ops(const module& m) {
     fused_op_splits out;
     for (const instruction& ins : m)
-        if (ins.get_operator().get_if<op::fused_gemm>())
+        if (ins.get_operator().traits().has_anchor_module)
             out.by_op.emplace(&ins, split_fused_op(ins, out.parts));
     return out;
 }

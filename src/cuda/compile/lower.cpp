@@ -1,7 +1,6 @@
 #include "cuda/compile/lower.hpp"
 
 #include "conflux/ir/errors.hpp"
-#include "conflux/ops/fused.hpp"
 #include "conflux/ops/views.hpp"
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
@@ -38,7 +37,7 @@ std::size_t element_offset(const operand& o) {
 // A view op whose input's strides allow it aliases its input's memory.
 std::optional<operand> as_alias(const instruction& ins, const std::vector<operand>& inputs) {
     if (!ins.get_operator().traits().view || inputs.size() != 1) return std::nullopt;
-    auto offset = op::view_offset(ins.get_operator(), inputs[0].view);
+    auto offset = ins.get_operator().view_offset(inputs[0].view);
     if (!offset) return std::nullopt;
     operand o = inputs[0];
     o.byte_offset += *offset * size_of(ins.get_shape().type());
@@ -195,7 +194,7 @@ private:
                 values[ins] = {values.at(ins->inputs()[0]).at(elem->index)};
             } else if (auto alias = as_alias(*ins, inputs)) {
                 values[ins] = {*alias};
-            } else if (op.get_if<op::fused_gemm>()) {
+            } else if (op.traits().has_anchor_module) {
                 values[ins] = lower_fused_gemm(*ins, inputs, origin);
             } else if (op.traits().anchor) {
                 std::vector<operand> outputs{steps_.new_buffer(ins->get_shape())};

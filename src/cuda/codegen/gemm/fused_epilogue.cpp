@@ -7,6 +7,7 @@
 #include "conflux/ir/split_points.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/index_kernel.hpp"
 #include "cuda/codegen/index_values.hpp"
@@ -421,7 +422,7 @@ gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
         vector = epilogue_function(p, e, shape_info.lanes, &globals);
         g.lanes = shape_info.lanes;
     }
-    g.code = "#include \"conflux/math.cuh\"\n\n" + globals + scalar + vector;
+    g.code = text::include_prelude({"math.cuh"}) + globals + scalar + vector;
     g.walk = shape_info.walk;
     g.walk_required = shape_info.walk_required;
     return g;

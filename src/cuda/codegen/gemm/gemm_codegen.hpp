@@ -22,10 +22,6 @@ struct codegen_context {
     std::string offset_type; // "int", or "long long" when an offset may exceed int32
 };
 
-// A decimal literal for generated code ("LL"-suffixed beyond int32).
-std::string lit(long long v);
-std::string lit(std::size_t v);
-
 // The byte offset of element (outer, inner) in one stage of an operand's tile, swizzled:
 // defines `__device__ __forceinline__ unsigned <name>(unsigned outer, unsigned inner)`.
 std::string tile_offset_function(const std::string& name, const tile_plan& t,
@@ -42,14 +38,21 @@ loader_text operand_loader(const codegen_context& c, bool is_a);
 
 // The warps' multiply: `setup` declares the accumulators cx_acc and per-lane addressing;
 // `tile` is the body of a lambda of (int cx_slot) that multiplies the tiles of one stage into
-// cx_acc; `store` hands every accumulated element inside the matrix to `store_call`, a format
-// with the placeholders $V, $M, $N for the value and the (cx_offset-typed) row and column
-// within batch entry cx_z.
+// cx_acc; `store` hands every accumulated element inside the matrix to `store_call`, a store
+// format (fill_store_format) whose row and column are cx_offset-typed and within batch entry
+// cx_z.
 struct compute_text {
     std::string setup;
     std::string tile;
     std::string store;
 };
 compute_text warp_compute(const codegen_context& c, const std::string& store_call);
+
+// A store format is a statement with the placeholders $V, $M and $N for the value and the row
+// and column it stores. Returns it with every occurrence of each placeholder replaced by `v`,
+// `m` and `n` (C++ expressions, which hold no placeholder). A format that lacks one of the
+// placeholders would drop a value: an internal error.
+std::string fill_store_format(const std::string& format, const std::string& v, const std::string& m,
+                              const std::string& n);
 
 } // namespace conflux::cuda::gemm

@@ -13,6 +13,8 @@
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "conflux/util/replace_all.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 
 namespace conflux::cuda::gemm {
 
@@ -20,18 +22,6 @@ namespace {
 
 std::string u(unsigned v) {
     return std::to_string(v) + "u";
-}
-
-std::string replace_all(std::string s, const std::string& what, const std::string& with) {
-    for (std::size_t at = s.find(what); at != std::string::npos;
-         at = s.find(what, at + with.size()))
-        s.replace(at, what.size(), with);
-    return s;
-}
-
-std::string store_line(const std::string& call, const std::string& v, const std::string& m,
-                       const std::string& n) {
-    return replace_all(replace_all(replace_all(call, "$V", v), "$M", m), "$N", n);
 }
 
 std::string swizzle_of_lane(const tile_plan& t) {
@@ -174,7 +164,8 @@ compute_text mma_compute(const codegen_context& c, const std::string& store_call
 
     // c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8.
     std::string& st = r.store;
-    const std::string M = lit(c.problem.m), N = lit(c.problem.n);
+    const std::string M = text::integer_literal(c.problem.m),
+                      N = text::integer_literal(c.problem.n);
     st += in + "#pragma unroll\n" + in + "for (int mi = 0; mi < " + FM + "; ++mi) {\n";
     st += in + "    #pragma unroll\n" + in + "    for (int ni = 0; ni < " + FN + "; ++ni) {\n";
     st += in + "        #pragma unroll\n" + in + "        for (int h = 0; h < 2; ++h) {\n";
@@ -183,9 +174,9 @@ compute_text mma_compute(const codegen_context& c, const std::string& store_call
     st += in + "            const " + c.offset_type + " n = cx_n0 + cx_wn0 + ni * 8 + cx_t * 2;\n";
     st += in + "            if (m < " + M + ") {\n";
     st += in + "                if (n < " + N + ") " +
-          store_line(store_call, "cx_acc[mi][ni][h * 2]", "m", "n") + "\n";
+          fill_store_format(store_call, "cx_acc[mi][ni][h * 2]", "m", "n") + "\n";
     st += in + "                if (n + 1 < " + N + ") " +
-          store_line(store_call, "cx_acc[mi][ni][h * 2 + 1]", "m", "n + 1") + "\n";
+          fill_store_format(store_call, "cx_acc[mi][ni][h * 2 + 1]", "m", "n + 1") + "\n";
     st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
     return r;
 }
@@ -238,13 +229,26 @@ compute_text simt_compute(const codegen_context& c, const std::string& store_cal
     st += in + "    #pragma unroll\n" + in + "    for (int j = 0; j < " + FN + "; ++j) {\n";
     st += in + "        const " + c.offset_type + " m = cx_m0 + cx_wm0 + i * 4;\n";
     st += in + "        const " + c.offset_type + " n = cx_n0 + cx_wn0 + j * 8;\n";
-    st += in + "        if (m < " + lit(c.problem.m) + " && n < " + lit(c.problem.n) + ") " +
-          store_line(store_call, "cx_acc[i][j]", "m", "n") + "\n";
+    st += in + "        if (m < " + text::integer_literal(c.problem.m) + " && n < " +
+          text::integer_literal(c.problem.n) + ") " +
+          fill_store_format(store_call, "cx_acc[i][j]", "m", "n") + "\n";
     st += in + "    }\n" + in + "}\n";
     return r;
 }
 
 } // namespace
+
+std::string fill_store_format(const std::string& format, const std::string& v, const std::string& m,
+                              const std::string& n) {
+    std::string s = format;
+    for (const auto& [placeholder, value] :
+         {std::pair<const char*, const std::string&>{"$V", v}, {"$M", m}, {"$N", n}}) {
+        CONFLUX_ASSERT(s.find(placeholder) != std::string::npos, "store format without ",
+                       placeholder, ": ", format);
+        s = replace_all(std::move(s), placeholder, value);
+    }
+    return s;
+}
 
 compute_text warp_compute(const codegen_context& c, const std::string& store_call) {
     return c.plan.mma ? mma_compute(c, store_call) : simt_compute(c, store_call);

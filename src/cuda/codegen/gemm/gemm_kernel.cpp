@@ -4,6 +4,7 @@
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
 
@@ -12,14 +13,7 @@
 
 namespace conflux::cuda {
 
-using gemm::lit;
-
 namespace {
-
-// A long long literal (the finish kernel and the default epilogue index in 64 bits).
-std::string lit64(std::size_t v) {
-    return std::to_string(v) + "LL";
-}
 
 constexpr long long int32_safe = 1LL << 30; // leaves room for a tile's overshoot
 
@@ -61,11 +55,12 @@ std::string batch_offset(const gemm_problem& p, const gemm_operand& o, const std
     std::string rest = "cx_z";
     for (std::size_t d = p.batch_lens.size(); d-- > 0;) {
         const std::size_t len = p.batch_lens[d];
-        const std::string idx = d == 0 ? rest : "(" + rest + " % " + lit(len) + ")";
+        const std::string idx =
+            d == 0 ? rest : "(" + rest + " % " + text::integer_literal(len) + ")";
         if (len > 1 && o.batch_strides[d] != 0)
             s += (s.empty() ? "" : " + ") + ("(" + off_t + ")" + idx) + " * " +
-                 lit(o.batch_strides[d]);
-        rest = "(" + rest + " / " + lit(len) + ")";
+                 text::integer_literal(o.batch_strides[d]);
+        rest = "(" + rest + " / " + text::integer_literal(len) + ")";
     }
     return s.empty() ? "0" : s;
 }
@@ -78,29 +73,13 @@ std::string epilogue_call(const gemm_problem& p, const gemm_epilogue& e,
         args += ", " + a;
     if (p.family == gemm_family::convolution)
         return function + "($V, 0LL, (long long)($M), (long long)cx_z * " +
-               lit(p.conv->group_filters) + " + (long long)($N)" + args + ");";
+               text::integer_literal(p.conv->group_filters) + " + (long long)($N)" + args + ");";
     return function + "($V, (long long)cx_z, (long long)($M), (long long)($N)" + args + ");";
 }
 
-std::string substitute(std::string call, const std::string& v, const std::string& m,
-                       const std::string& n) {
-    for (const auto& [from, to] :
-         {std::pair<std::string, std::string>{"$V", v}, {"$M", m}, {"$N", n}})
-        call.replace(call.find(from), from.size(), to);
-    return call;
+std::string device_headers() {
+    return text::include_prelude({"types.cuh", "gemm.cuh"}) + text::suppress_unused_warnings;
 }
-
-std::string join_parameters(const std::vector<std::string>& ps) {
-    std::string s;
-    for (const auto& p : ps)
-        s += ", " + p;
-    return s;
-}
-
-const char* device_headers = "#include \"conflux/types.cuh\"\n#include \"conflux/gemm.cuh\"\n\n"
-                             // Locals the generator declares for every shape are not always
-                             // used; that is not worth a warning per kernel.
-                             "#pragma nv_diag_suppress 177\n";
 
 } // namespace
 
@@ -167,17 +146,19 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     k.inputs = split ? 2 : 2 + epilogue.inputs;
     k.outputs = split ? 1 : epilogue.parameters.size() - epilogue.inputs;
     std::string& s = k.code;
-    s += device_headers;
+    s += device_headers();
     s += "// " + to_string(c) + " for " + to_string(p) + "\n";
     s += "typedef " + off_t + " cx_offset;\n\n";
     if (!split) s += epilogue.code + "\n";
     s += gemm::tile_offset_function("cx_a_tile_offset", plan->a, plan->element_bytes);
     s += gemm::tile_offset_function("cx_b_tile_offset", plan->b, plan->element_bytes);
-    s += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(plan->threads) +
-         ") " + entry + "(const " + S + "* __restrict__ in0, const " + S + "* __restrict__ in1" +
-         (split ? ", " + ctx.accumulator + "* __restrict__ cx_workspace"
-                : join_parameters(epilogue.parameters)) +
-         ") {\n";
+    std::vector<std::string> params{"const " + S + "* __restrict__ in0",
+                                    "const " + S + "* __restrict__ in1"};
+    if (split)
+        params.push_back(ctx.accumulator + "* __restrict__ cx_workspace");
+    else
+        params.insert(params.end(), epilogue.parameters.begin(), epilogue.parameters.end());
+    s += "\n" + text::kernel_signature(entry, params, plan->threads) + " {\n";
     if (p.empty()) {
         k.code += "}\n";
         k.launch.grid = {0, 1, 1};
@@ -195,26 +176,28 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     const std::size_t group_rows = std::min<std::size_t>(8, plan->tiles_m);
     s += in + "int cx_bid = blockIdx.x;\n";
     if (split) {
-        s += in + "const int cx_split = cx_bid / " + lit(tiles * p.batch()) + ";\n";
-        s += in + "cx_bid -= cx_split * " + lit(tiles * p.batch()) + ";\n";
+        s += in + "const int cx_split = cx_bid / " + text::integer_literal(tiles * p.batch()) +
+             ";\n";
+        s += in + "cx_bid -= cx_split * " + text::integer_literal(tiles * p.batch()) + ";\n";
     }
     if (p.batch() > 1) {
-        s += in + "const int cx_z = cx_bid / " + lit(tiles) + ";\n";
-        s += in + "cx_bid -= cx_z * " + lit(tiles) + ";\n";
+        s += in + "const int cx_z = cx_bid / " + text::integer_literal(tiles) + ";\n";
+        s += in + "cx_bid -= cx_z * " + text::integer_literal(tiles) + ";\n";
     } else {
         s += in + "const int cx_z = 0;\n";
     }
-    const std::string per_group = lit(group_rows * plan->tiles_n);
+    const std::string per_group = text::integer_literal(group_rows * plan->tiles_n);
     s += in + "const int cx_group = cx_bid / " + per_group + ";\n";
-    s += in + "const int cx_first_m = cx_group * " + lit(group_rows) + ";\n";
-    s += in + "const int cx_group_rows = " + lit(plan->tiles_m) + " - cx_first_m < " +
-         lit(group_rows) + " ? " + lit(plan->tiles_m) + " - cx_first_m : " + lit(group_rows) +
-         ";\n";
+    s += in + "const int cx_first_m = cx_group * " + text::integer_literal(group_rows) + ";\n";
+    s += in + "const int cx_group_rows = " + text::integer_literal(plan->tiles_m) +
+         " - cx_first_m < " + text::integer_literal(group_rows) + " ? " +
+         text::integer_literal(plan->tiles_m) +
+         " - cx_first_m : " + text::integer_literal(group_rows) + ";\n";
     s += in + "const int cx_in_group = cx_bid - cx_group * " + per_group + ";\n";
     s += in + "const cx_offset cx_m0 = (cx_offset)(cx_first_m + cx_in_group % cx_group_rows) * " +
-         lit(std::size_t(c.tile_m)) + ";\n";
+         text::integer_literal(std::size_t(c.tile_m)) + ";\n";
     s += in + "const cx_offset cx_n0 = (cx_offset)(cx_in_group / cx_group_rows) * " +
-         lit(std::size_t(c.tile_n)) + ";\n";
+         text::integer_literal(std::size_t(c.tile_n)) + ";\n";
     s += in + "const " + S + "* cx_a = in0 + " + batch_offset(p, p.a, off_t) + ";\n";
     s += in + "const " + S + "* cx_b = in1 + " + batch_offset(p, p.b, off_t) + ";\n";
 
@@ -233,9 +216,10 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         walk == store_walk::n_major
             ? "(int)(($M) - cx_m0) * " + std::to_string(stage_cols) + " + (int)(($N) - cx_n0)"
             : "(int)(($N) - cx_n0) * " + std::to_string(stage_cols) + " + (int)(($M) - cx_m0)";
-    const std::string store = split ? "cx_workspace[(((cx_offset)cx_split * " + lit(p.batch()) +
-                                          " + cx_z) * " + lit(p.m) + " + ($M)) * " + lit(p.n) +
-                                          " + ($N)] = $V;"
+    const std::string store = split ? "cx_workspace[(((cx_offset)cx_split * " +
+                                          text::integer_literal(p.batch()) + " + cx_z) * " +
+                                          text::integer_literal(p.m) + " + ($M)) * " +
+                                          text::integer_literal(p.n) + " + ($N)] = $V;"
                               : staged ? "cx_store(&cx_stage[" + stage_index + "], $V);"
                                        : epilogue_call(p, epilogue);
     const auto compute = gemm::warp_compute(ctx, store);
@@ -248,13 +232,15 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     // wait also tells every warp that the stage about to be refilled is no longer read.
     const std::string stages = std::to_string(c.stages);
     if (split) {
-        s += in + "const int cx_kt_begin = cx_split * " + lit(plan->k_tiles_per_split) + ";\n";
-        s += in + "const int cx_kt_count = " + lit(plan->k_tiles) + " - cx_kt_begin < " +
-             lit(plan->k_tiles_per_split) + " ? " + lit(plan->k_tiles) +
-             " - cx_kt_begin : " + lit(plan->k_tiles_per_split) + ";\n";
+        s += in + "const int cx_kt_begin = cx_split * " +
+             text::integer_literal(plan->k_tiles_per_split) + ";\n";
+        s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) +
+             " - cx_kt_begin < " + text::integer_literal(plan->k_tiles_per_split) + " ? " +
+             text::integer_literal(plan->k_tiles) +
+             " - cx_kt_begin : " + text::integer_literal(plan->k_tiles_per_split) + ";\n";
     } else {
         s += in + "const int cx_kt_begin = 0;\n";
-        s += in + "const int cx_kt_count = " + lit(plan->k_tiles) + ";\n";
+        s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) + ";\n";
     }
     s += in + "#pragma unroll\n" + in + "for (int s = 0; s < " + std::to_string(c.stages - 1) +
          "; ++s) {\n";
@@ -283,10 +269,10 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         const unsigned lanes =
             by_n && epilogue.lanes > 1 && c.tile_n % epilogue.lanes == 0 ? epilogue.lanes : 1;
         const std::size_t steps = std::size_t(c.tile_m) * c.tile_n / lanes;
-        const std::string fast =
-            lit(std::size_t(by_n ? c.tile_n / lanes : c.tile_m)); // steps per staged row
+        const std::string fast = text::integer_literal(
+            std::size_t(by_n ? c.tile_n / lanes : c.tile_m)); // steps per staged row
         s += in + "__syncthreads();\n";
-        s += in + "for (int cx_e = cx_tid; cx_e < " + lit(steps) +
+        s += in + "for (int cx_e = cx_tid; cx_e < " + text::integer_literal(steps) +
              "; cx_e += " + std::to_string(plan->threads) + ") {\n";
         s += in + "    const int cx_fast = cx_e % " + fast + " * " + std::to_string(lanes) +
              ", cx_slow = cx_e / " + fast + ";\n";
@@ -294,10 +280,13 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         s += in + "    const cx_offset n = cx_n0 + " + (by_n ? "cx_fast" : "cx_slow") + ";\n";
         const std::string at = "cx_stage[cx_slow * " + std::to_string(stage_cols) + " + cx_fast]";
         // N is a multiple of lanes, so a chunk that starts inside the matrix ends inside it.
-        s += in + "    if (m < " + lit(p.m) + " && n < " + lit(p.n) + ") {\n";
+        s += in + "    if (m < " + text::integer_literal(p.m) + " && n < " +
+             text::integer_literal(p.n) + ") {\n";
         if (lanes == 1) {
             s += in + "        " +
-                 substitute(epilogue_call(p, epilogue), "cx_load(&" + at + ")", "m", "n") + "\n";
+                 gemm::fill_store_format(epilogue_call(p, epilogue), "cx_load(&" + at + ")", "m",
+                                         "n") +
+                 "\n";
         } else {
             // One 16-byte shared-memory read (rows are padded by 16 bytes, chunks aligned).
             s += in + "        union { uint4 u; " + S + " s[" + std::to_string(lanes) +
@@ -308,7 +297,9 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
             s += in + "        for (int cx_l = 0; cx_l < " + std::to_string(lanes) +
                  "; ++cx_l) cx_v[cx_l] = cx_load(&cx_chunk.s[cx_l]);\n";
             s += in + "        " +
-                 substitute(epilogue_call(p, epilogue, "cx_epilogue_vec"), "cx_v", "m", "n") + "\n";
+                 gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_vec"), "cx_v", "m",
+                                         "n") +
+                 "\n";
         }
         s += in + "    }\n";
         s += in + "}\n";
@@ -332,23 +323,25 @@ kernel_source generate_split_k_finish_kernel(const gemm_problem& p, const perf_c
     k.inputs = 1;
     k.outputs = epilogue.parameters.size();
     std::string& s = k.code;
-    s += device_headers;
+    s += device_headers();
     s += "// split-K " + std::to_string(c.split_k) + " finish for " + to_string(p) + "\n\n";
     s += epilogue.code + "\n";
-    s += "extern \"C\" __global__ void __launch_bounds__(256) " + entry + "(const " + acc +
-         "* __restrict__ cx_workspace" + join_parameters(epilogue.parameters) + ") {\n";
+    std::vector<std::string> params{"const " + acc + "* __restrict__ cx_workspace"};
+    params.insert(params.end(), epilogue.parameters.begin(), epilogue.parameters.end());
+    s += text::kernel_signature(entry, params, 256) + " {\n";
     if (total > 0) {
         const std::string in = "    ";
         s += in + "const long long e = (long long)blockIdx.x * 256 + threadIdx.x;\n";
-        s += in + "if (e >= " + lit64(total) + ") return;\n";
+        s += in + "if (e >= " + text::long_long_literal(total) + ") return;\n";
         s += in + acc + " v = cx_workspace[e];\n";
         s += in + "#pragma unroll\n" + in + "for (int s = 1; s < " + std::to_string(c.split_k) +
-             "; ++s) v = cx_reduce_add(v, cx_workspace[(long long)s * " + lit64(total) +
-             " + e]);\n";
-        s += in + "const long long cx_z = e / " + lit64(p.m * p.n) + ";\n";
-        s += in + "const long long m = e / " + lit64(p.n) + " % " + lit64(p.m) + ";\n";
-        s += in + "const long long n = e % " + lit64(p.n) + ";\n";
-        s += in + substitute(epilogue_call(p, epilogue), "v", "m", "n") + "\n";
+             "; ++s) v = cx_reduce_add(v, cx_workspace[(long long)s * " +
+             text::long_long_literal(total) + " + e]);\n";
+        s += in + "const long long cx_z = e / " + text::long_long_literal(p.m * p.n) + ";\n";
+        s += in + "const long long m = e / " + text::long_long_literal(p.n) + " % " +
+             text::long_long_literal(p.m) + ";\n";
+        s += in + "const long long n = e % " + text::long_long_literal(p.n) + ";\n";
+        s += in + gemm::fill_store_format(epilogue_call(p, epilogue), "v", "m", "n") + "\n";
     }
     s += "}\n";
     k.launch.grid = {unsigned((total + 255) / 256), 1, 1};

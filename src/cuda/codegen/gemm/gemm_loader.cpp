@@ -6,17 +6,9 @@
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
 
 #include "conflux/ir/errors.hpp"
+#include "cuda/codegen/codegen_text.hpp"
 
 namespace conflux::cuda::gemm {
-
-std::string lit(long long v) {
-    if (v >= -2147483647LL && v <= 2147483647LL) return std::to_string(v);
-    return std::to_string(v) + "LL";
-}
-
-std::string lit(std::size_t v) {
-    return lit(static_cast<long long>(v));
-}
 
 std::string tile_offset_function(const std::string& name, const tile_plan& t,
                                  unsigned element_bytes) {
@@ -43,8 +35,8 @@ std::string depth_decomposition(const codegen_context& c, const gemm_operand& o,
     const std::size_t n = lens.size();
     std::string s;
     const bool k_exact = c.problem.k % c.plan.config.tile_k == 0;
-    s += indent + "const bool " + p + "ok = " + (k_exact ? "true" : k + " < " + lit(c.problem.k)) +
-         ";\n";
+    s += indent + "const bool " + p +
+         "ok = " + (k_exact ? "true" : k + " < " + text::integer_literal(c.problem.k)) + ";\n";
     std::vector<std::string> idx(n);
     if (n == 1) {
         idx[0] = k;
@@ -57,8 +49,9 @@ std::string depth_decomposition(const codegen_context& c, const gemm_operand& o,
             } else if (d == 0) {
                 s += indent + "const int " + name + " = " + p + "rest;\n";
             } else {
-                s += indent + "const int " + name + " = " + p + "rest % " + lit(lens[d]) + ";\n";
-                s += indent + p + "rest /= " + lit(lens[d]) + ";\n";
+                s += indent + "const int " + name + " = " + p + "rest % " +
+                     text::integer_literal(lens[d]) + ";\n";
+                s += indent + p + "rest /= " + text::integer_literal(lens[d]) + ";\n";
             }
             idx[d] = name;
         }
@@ -67,7 +60,7 @@ std::string depth_decomposition(const codegen_context& c, const gemm_operand& o,
     for (std::size_t d = 0; d < n; ++d) {
         if (lens[d] <= 1 || o.k_strides[d] == 0) continue;
         off += (off.empty() ? "" : " + ") + ("(" + c.offset_type + ")" + idx[d]) + " * " +
-               lit(o.k_strides[d]);
+               text::integer_literal(o.k_strides[d]);
     }
     s += indent + "const " + c.offset_type + " " + p + "off = " + (off.empty() ? "0" : off) + ";\n";
     return s;
@@ -149,9 +142,10 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     const std::string ri = row_per_thread ? "0" : "i";
     s += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + L_row + "; ++i) {\n";
     s += in2 + "const " + off_t + " row = " + row0 + " + " + row_in_tile + ";\n";
-    s += in2 + P + "row_ok[" + ri + "] = " + (rows_exact ? "true" : "row < " + lit(rows)) + ";\n";
+    s += in2 + P + "row_ok[" + ri +
+         "] = " + (rows_exact ? "true" : "row < " + text::integer_literal(rows)) + ";\n";
     if (!conv_input) {
-        s += in2 + P + "row_off[" + ri + "] = row * " + lit(o.row_stride) + ";\n";
+        s += in2 + P + "row_off[" + ri + "] = row * " + text::integer_literal(o.row_stride) + ";\n";
     } else {
         const conv_geometry& g = *p.conv;
         // row = ((image * O0 + o0) * O1 + o1)...; the window starts at o * stride - pad.
@@ -159,14 +153,17 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
         std::string off;
         for (std::size_t d = nd; d-- > 0;) {
             const std::string od = "o" + std::to_string(d);
-            s += in2 + "const int " + od + " = (int)(rest % " + lit(g.output_spatial[d]) + ");\n";
-            s += in2 + "rest /= " + lit(g.output_spatial[d]) + ";\n";
+            s += in2 + "const int " + od + " = (int)(rest % " +
+                 text::integer_literal(g.output_spatial[d]) + ");\n";
+            s += in2 + "rest /= " + text::integer_literal(g.output_spatial[d]) + ";\n";
             s += in2 + P + "pos" + std::to_string(d) + "[" + ri + "] = " + od + " * " +
-                 lit(g.stride[d]) + " - " + lit(g.pad_begin[d]) + ";\n";
+                 text::integer_literal(g.stride[d]) + " - " +
+                 text::integer_literal(g.pad_begin[d]) + ";\n";
             off += " + (" + off_t + ")" + P + "pos" + std::to_string(d) + "[" + ri + "] * " +
-                   lit(g.input_spatial_strides[d]);
+                   text::integer_literal(g.input_spatial_strides[d]);
         }
-        s += in2 + P + "row_off[" + ri + "] = rest * " + lit(g.image_stride) + off + ";\n";
+        s += in2 + P + "row_off[" + ri + "] = rest * " + text::integer_literal(g.image_stride) +
+             off + ";\n";
     }
     s += in + "}\n";
     if (depth_per_thread) s += in + "const int " + P + "depth = " + inner_expr("0") + ";\n";
@@ -199,7 +196,8 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
             if (!needs_bounds_check(g, d)) continue;
             const std::string tap = g.kernel[d] == 1 ? "0" : P + "ktap" + std::to_string(d);
             ok += " && (unsigned)(" + P + "pos" + std::to_string(d) + "[" + ri + "] + " + tap +
-                  " * " + lit(g.dilation[d]) + ") < " + lit(g.input_spatial[d]) + "u";
+                  " * " + text::integer_literal(g.dilation[d]) + ") < " +
+                  text::integer_literal(g.input_spatial[d]) + "u";
         }
     }
     l += in3 + "const bool ok = " + ok + ";\n";

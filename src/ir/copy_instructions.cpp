@@ -1,12 +1,14 @@
-#include "passes/copy_instructions.hpp"
+#include "conflux/ir/copy_instructions.hpp"
 
 #include "conflux/ir/errors.hpp"
 
 namespace conflux {
 
-instruction_ref copy_instruction(module& dst, instruction_ref ins, instruction_map& map) {
-    CONFLUX_ASSERT(!ins->is_param() && !ins->is_return(), "copy_instruction: cannot copy ",
-                   ins->name(), " into module ", dst.name());
+instruction_ref copy_instruction(module& dst, const instruction* ins, instruction_map& map) {
+    CONFLUX_ASSERT(!ins->is_param(), "copy_instruction: cannot copy parameter ", ins->name(),
+                   " into module ", dst.name());
+    CONFLUX_ASSERT(!ins->is_return() || dst.get_return() == nullptr, "copy_instruction: module ",
+                   dst.name(), " already has a return");
     std::vector<instruction_ref> inputs;
     inputs.reserve(ins->inputs().size());
     for (auto* in : ins->inputs()) {
