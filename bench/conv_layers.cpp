@@ -9,12 +9,12 @@
 // The layer list is defined here only: --list prints it as JSON for the PyTorch script, so the
 // two sides cannot time different shapes.
 #include "conflux/cuda/target.hpp"
-#include "conflux/ir/errors.hpp"
 #include "conflux/ir/half.hpp"
 #include "conflux/ir/program.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -15,7 +15,7 @@ foreach(h IN LISTS headers)
 endforeach()
 file(WRITE ${OUTPUT}.tmp
 "// Generated from src/cuda/kernels by cmake/embed_files.cmake; do not edit.
-#include \"cuda/runtime/embedded_headers.hpp\"
+#include \"cuda/jit/embedded_headers.hpp\"
 namespace conflux::cuda {
 namespace {
 ${body}} // namespace

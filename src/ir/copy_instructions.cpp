@@ -1,6 +1,6 @@
 #include "conflux/ir/copy_instructions.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 namespace conflux {
 

@@ -1,5 +1,5 @@
-// module::split (DESIGN.md, "IR"): cuts a module into parts that, evaluated in sequence, compute
-// the same returns as the whole. Used when a fused gemm op does not fit one kernel.
+// module::split (docs/ARCHITECTURE.md, "IR"): cuts a module into parts that, evaluated in sequence,
+// compute the same returns as the whole. Used when a fused gemm op does not fit one kernel.
 #include "conflux/ir/copy_instructions.hpp"
 #include "conflux/ir/module.hpp"
 #include "conflux/ir/program.hpp"

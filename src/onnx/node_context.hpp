@@ -4,9 +4,9 @@
 // file per op family, and register into one table.
 #pragma once
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ir/module.hpp"
 #include "conflux/ops/elementwise.hpp"
+#include "conflux/util/errors.hpp"
 
 #include "onnx/onnx.pb.h"
 

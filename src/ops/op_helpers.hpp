@@ -1,8 +1,8 @@
 // Small helpers the op implementations share (private to src/ops).
 #pragma once
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ir/shape.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <cstdint>
 #include <string>

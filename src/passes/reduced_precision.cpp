@@ -1,7 +1,7 @@
 #include "conflux/passes/reduced_precision.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ops/elementwise.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <algorithm>
 #include <map>

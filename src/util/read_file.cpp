@@ -1,6 +1,6 @@
 #include "conflux/util/read_file.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

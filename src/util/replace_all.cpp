@@ -1,6 +1,6 @@
 #include "conflux/util/replace_all.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 namespace conflux {
 

@@ -6,7 +6,7 @@
 
 #include "conflux/cuda/target.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <CLI/CLI.hpp>
 

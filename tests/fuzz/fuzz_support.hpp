@@ -7,7 +7,7 @@
 // and allocations past -malloc_limit_mb are findings too (libFuzzer's own checks).
 #pragma once
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The .npy reader on arbitrary bytes. What reads must survive a write and a second read with
 // the same dtype, lens and values (Fortran order comes back as C order).
-#include "conflux/util/npy.hpp"
+#include "conflux/ir/npy.hpp"
 #include "fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -4,11 +4,11 @@
 // Interpreting is skipped for programs whose tensors would make one execution slow; a
 // user_error at any step (e.g. an index out of range at run time) is a fine outcome.
 #include "conflux/ir/builtin_ops.hpp"
+#include "conflux/ir/random_argument.hpp"
 #include "conflux/onnx/import.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/ref/evaluate.hpp"
-#include "conflux/util/random_argument.hpp"
 #include "fuzz_support.hpp"
 
 #include <algorithm>

@@ -6,13 +6,13 @@
 // or overlapping buffers are user errors naming the tensor. Needs a GPU; without one main()
 // says "no CUDA device" and CTest reports the test as skipped (SKIP_REGULAR_EXPRESSION).
 #include "conflux/cuda/target.hpp"
-#include "conflux/ir/errors.hpp"
+#include "conflux/ir/output_comparison.hpp"
+#include "conflux/ir/random_argument.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
-#include "conflux/util/output_comparison.hpp"
-#include "conflux/util/random_argument.hpp"
+#include "conflux/util/errors.hpp"
 #include "unit/test_helpers.hpp"
 
 #include <cuda_runtime_api.h>

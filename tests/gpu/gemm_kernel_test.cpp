@@ -649,7 +649,7 @@ int main(int argc, char** argv) {
     // A second argument keeps only the cases whose name contains it.
     const std::string only = argc > 1 ? argv[1] : "";
     if (only == "selfcheck") return self_check_references();
-    if (device_count() == 0) {
+    if (available_devices() == 0) {
         std::printf("no CUDA device (%s)\n", no_device_reason().c_str());
         return 0;
     }

@@ -2,6 +2,7 @@
 // temporaries poisoned before each run. Needs a GPU; without one main() says "no CUDA device"
 // and CTest reports the test as skipped (SKIP_REGULAR_EXPRESSION), never as passed.
 #include "conflux/cuda/target.hpp"
+#include "conflux/ir/output_comparison.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/dot.hpp"
@@ -11,7 +12,6 @@
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
-#include "conflux/util/output_comparison.hpp"
 #include "fused_patterns.hpp"
 
 #include <gtest/gtest.h>

@@ -10,12 +10,12 @@
 // it prints "no CUDA device" and CTest reports it skipped.
 #include "conflux/cuda/problem_cache.hpp"
 #include "conflux/cuda/target.hpp"
+#include "conflux/ir/output_comparison.hpp"
+#include "conflux/ir/random_argument.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
-#include "conflux/util/output_comparison.hpp"
-#include "conflux/util/random_argument.hpp"
 #include "cuda/codegen/gemm/perf_config.hpp"
 
 #include <gtest/gtest.h>

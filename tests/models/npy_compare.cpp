@@ -3,7 +3,7 @@
 // an unreadable file.
 #include "compare.hpp"
 
-#include "conflux/util/npy.hpp"
+#include "conflux/ir/npy.hpp"
 
 #include <iostream>
 

@@ -2,12 +2,13 @@
 // the full target-independent pipeline; then every legal 2-way and 3-way split of every fused
 // gemm op replaces that op by its parts (as the CUDA target will when a perf config cannot hold
 // the fused module) and the program still computes what the unoptimised graph computes.
-#include "conflux/ir/split_points.hpp"
 #include "conflux/ops/fused.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/ref/evaluate.hpp"
+#include "cuda/lower/fused_op_splits.hpp"
 #include "property/random_graph.hpp"
+#include "unit/split_points.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,9 @@
 #include <map>
 
 using namespace conflux;
+using conflux::cuda::find_tail_splits;
+using conflux::test::check_pointwise_only;
+using conflux::test::find_gemm_split;
 
 namespace {
 

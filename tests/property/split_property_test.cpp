@@ -1,15 +1,16 @@
-// Property (DESIGN.md, "IR"): for random fused-gemm-like modules, every legal split evaluates, part
-// by part, to what the whole module evaluates to. Graphs come from a fixed list of seeds so a
-// failure reproduces; the seed is in the failure message.
+// Property (docs/ARCHITECTURE.md, "IR"): for random fused-gemm-like modules, every legal split
+// evaluates, part by part, to what the whole module evaluates to. Graphs come from a fixed list of
+// seeds so a failure reproduces; the seed is in the failure message.
 #include "conflux/ir/program.hpp"
-#include "conflux/ir/split_points.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
+#include "cuda/lower/fused_op_splits.hpp"
 #include "property/random_graph.hpp"
 #include "unit/split_eval.hpp"
+#include "unit/split_points.hpp"
 #include "unit/test_helpers.hpp"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,9 @@
 #include <set>
 
 using namespace conflux;
+using conflux::cuda::find_tail_splits;
+using conflux::test::check_pointwise_only;
+using conflux::test::find_gemm_split;
 
 using test::close;
 using test::generate;

@@ -7,11 +7,11 @@
 // Anything that could block runs in a child process with a deadline (fork + alarm, or the CLI
 // under `timeout`), so a regression fails the test instead of hanging it.
 #include "conflux/cuda/problem_cache.hpp"
-#include "conflux/ir/errors.hpp"
-#include "conflux/util/npy.hpp"
+#include "conflux/ir/npy.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/read_file.hpp"
 
-#include "cuda/runtime/kernel_cache.hpp"
+#include "cuda/jit/kernel_cache.hpp"
 #include "test_files.hpp"
 
 #include <gtest/gtest.h>

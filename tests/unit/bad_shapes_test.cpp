@@ -7,9 +7,9 @@
 // Also: graphs deep or wide enough to overflow a recursive pass's stack, or to expose quadratic
 // work, compile for the CUDA target (NVRTC only, no GPU needed).
 #include "conflux/cuda/target.hpp"
-#include "conflux/ir/errors.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "conflux/util/checked_size.hpp"
+#include "conflux/util/errors.hpp"
 
 #include "onnx_model_builder.hpp"
 #include "test_helpers.hpp"

@@ -1,6 +1,6 @@
 // The text pieces every CUDA generator shares (codegen_text.hpp): integer literals at their edge
 // values, the include prelude, the kernel signature and the gemm store formats.
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
 

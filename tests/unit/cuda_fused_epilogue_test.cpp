@@ -8,7 +8,7 @@
 #include "conflux/ops/views.hpp"
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <gtest/gtest.h>
 

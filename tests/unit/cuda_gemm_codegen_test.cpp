@@ -6,7 +6,7 @@
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 #include "cuda/codegen/gemm/perf_config.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <gtest/gtest.h>
 

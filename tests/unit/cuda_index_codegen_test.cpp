@@ -11,7 +11,7 @@
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "cuda/codegen/generator.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <gtest/gtest.h>
 

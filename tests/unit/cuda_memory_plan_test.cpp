@@ -1,4 +1,4 @@
-#include "cuda/compile/memory_plan.hpp"
+#include "cuda/runtime/memory_plan.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // NVRTC compiles generated code without a GPU: these run in CI.
-#include "conflux/ir/errors.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "conflux/util/errors.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "cuda/codegen/generator.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,12 +2,13 @@
 // kernel cache, parallel compilation, and the checks run_on_device makes before it needs a
 // device. Tests that launch kernels live in tests/gpu.
 #include "conflux/cuda/target.hpp"
-#include "conflux/ir/errors.hpp"
+#include "conflux/ops/dot.hpp"
 #include "conflux/ops/elementwise.hpp"
-#include "cuda/runtime/compile_kernels.hpp"
+#include "conflux/util/errors.hpp"
+#include "cuda/jit/compile_kernels.hpp"
+#include "cuda/jit/kernel_cache.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_info.hpp"
-#include "cuda/runtime/kernel_cache.hpp"
 #include "cuda/runtime/loaded_kernels.hpp"
 #include "unit/test_helpers.hpp"
 
@@ -115,7 +116,7 @@ bool is_elf(const std::vector<char>& cubin) {
 
 TEST(CudaRuntime, DeviceCountIsZeroWithoutAGpuAndNeverThrows) {
     int count = -1;
-    ASSERT_NO_THROW(count = device_count());
+    ASSERT_NO_THROW(count = available_devices());
     if (count > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
     EXPECT_EQ(count, 0);
     const std::string reason = no_device_reason();
@@ -151,7 +152,7 @@ TEST(CudaRuntime, CudaCheckReportsMachineProblemsAsUserErrorsAndTheRestAsInterna
 }
 
 TEST(CudaRuntime, MemoryStreamsAndKernelsNeedADeviceAndSaySo) {
-    if (device_count() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
+    if (available_devices() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
     device_buffer none(0);
     EXPECT_EQ(none.data(), nullptr);
     EXPECT_EQ(none.size(), 0u);
@@ -188,7 +189,7 @@ compiled_program compile_relu() {
 }
 
 TEST(CudaRuntime, ProfileNeedsADeviceAndSaysSoLikeRun) {
-    if (device_count() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
+    if (available_devices() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
     compiled_program c = compile_relu();
     const std::map<std::string, argument> params = {{"x", argument(shape{dtype::f32, {4, 8}})}};
     std::string run_error, profile_error;
@@ -212,7 +213,7 @@ compiled_program compile_two_outputs() {
 }
 
 TEST(CudaRuntime, RunOnDeviceNeedsADeviceAndSaysSoLikeRun) {
-    if (device_count() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
+    if (available_devices() > 0) GTEST_SKIP() << "a GPU is present; tests/gpu covers this machine";
     compiled_program c = compile_relu();
     const std::string run_error = user_error_of([&] {
         c.run({{"x", argument(shape{dtype::f32, {4, 8}})}});
@@ -272,7 +273,7 @@ TEST(CudaRuntime, RunOnDeviceNamesTheTensorItCannotBind) {
     alignas(16) float both[64] = {};
     e = error({{"x", x}}, {{"output0", both}, {"output1", both + 32}});
     EXPECT_FALSE(contains(e, "overlaps")) << e;
-    if (device_count() == 0) {
+    if (available_devices() == 0) {
         EXPECT_TRUE(contains(e, "no CUDA device")) << e;
     }
 }

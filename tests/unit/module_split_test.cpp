@@ -1,14 +1,15 @@
-// module::split and the split-point finders (DESIGN.md, "Compiling a fused gemm op"): every split
-// is checked by evaluating its parts in sequence against the whole module.
+// module::split and the split-point finders (docs/ARCHITECTURE.md, "Compiling a fused gemm op"):
+// every split is checked by evaluating its parts in sequence against the whole module.
 #include "conflux/ir/program.hpp"
-#include "conflux/ir/split_points.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
+#include "cuda/lower/fused_op_splits.hpp"
 #include "split_eval.hpp"
 #include "test_helpers.hpp"
+#include "unit/split_points.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,9 @@
 #include <set>
 
 using namespace conflux;
+using conflux::cuda::find_tail_splits;
+using conflux::test::check_pointwise_only;
+using conflux::test::find_gemm_split;
 
 namespace {
 

@@ -1,6 +1,6 @@
 // .npy reading and writing. Files for the reader are assembled byte by byte here so the tests
 // do not depend on numpy; the writer is checked byte for byte against what numpy writes.
-#include "conflux/util/npy.hpp"
+#include "conflux/ir/npy.hpp"
 
 #include <gtest/gtest.h>
 

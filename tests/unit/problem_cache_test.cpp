@@ -2,7 +2,7 @@
 // that cannot be written, and several processes (one of them killed mid-write) on one file.
 #include "conflux/cuda/problem_cache.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include "test_files.hpp"
 

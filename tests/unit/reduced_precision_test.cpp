@@ -1,6 +1,7 @@
 // The reduced_precision pass (--fp16 / --bf16): an f32 model run in 16 bits keeps f32 inputs
 // and outputs, folds its weights to 16 bits, keeps softmax in f32, and its results stay within
 // the 16-bit tolerance of the f32 model's, both evaluated by the reference target.
+#include "conflux/ir/random_argument.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/reduce.hpp"
@@ -8,7 +9,6 @@
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/ref/evaluate.hpp"
-#include "conflux/util/random_argument.hpp"
 
 #include <gtest/gtest.h>
 

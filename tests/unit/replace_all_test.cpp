@@ -1,5 +1,5 @@
 // replace_all: every occurrence, left to right, without searching the inserted text again.
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/replace_all.hpp"
 
 #include <gtest/gtest.h>

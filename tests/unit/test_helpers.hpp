@@ -1,8 +1,8 @@
 // Helpers shared by the unit tests (and the GPU tests).
 #pragma once
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ir/operation.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The conflux command-line tool as a user meets it: exit codes, and error messages that name the
 // input and the reason. Runs the built binary (CONFLUX_TOOL) on the bundled example model.
-#include "conflux/util/npy.hpp"
+#include "conflux/ir/npy.hpp"
 
 #include "conflux/cuda/target.hpp"
 

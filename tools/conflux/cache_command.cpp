@@ -4,7 +4,7 @@
 #include "options.hpp"
 
 #include "conflux/cuda/problem_cache.hpp"
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/printable.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #include "input_loading.hpp"
 
+#include "conflux/ir/npy.hpp"
 #include "conflux/onnx/import.hpp"
-#include "conflux/util/npy.hpp"
 #include "conflux/util/printable.hpp"
 
 #include <filesystem>

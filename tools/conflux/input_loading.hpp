@@ -4,7 +4,7 @@
 
 #include "conflux/ref/evaluate.hpp"
 
-#include "conflux/util/random_argument.hpp"
+#include "conflux/ir/random_argument.hpp"
 #include <cstdint>
 #include <iosfwd>
 

@@ -4,7 +4,7 @@
 #include "commands.hpp"
 #include "escaping_output.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/printable.hpp"
 
 #include <iostream>

@@ -4,9 +4,9 @@
 #include "options.hpp"
 
 #include "conflux/cuda/target.hpp"
+#include "conflux/ir/npy.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
-#include "conflux/util/npy.hpp"
 #include "conflux/util/printable.hpp"
 
 #include <chrono>

@@ -2,8 +2,8 @@
 // type is a one-line change.
 #pragma once
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ir/half.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -8,6 +8,7 @@
 
 #include "conflux/ir/program.hpp"
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>

@@ -9,7 +9,7 @@
 // (fits_index32) is derived from the same numbers.
 #pragma once
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "cuda/codegen/codegen_text.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/device_types.hpp"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // how rows of a reduction map onto threads. Generated code names its index type `cx_index`.
 #pragma once
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/generator.hpp"
 
 #include <cstddef>

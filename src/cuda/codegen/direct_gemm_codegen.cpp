@@ -4,9 +4,9 @@
 // tensor-core generator replaces them where it applies.
 #include "cuda/codegen/generator.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 

@@ -1,6 +1,6 @@
 #include "cuda/codegen/generator.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <map>
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "conflux/ir/operation.hpp"
-#include "cuda/codegen/kernel_source.hpp"
+#include "cuda/jit/kernel_source.hpp"
 
 #include <functional>
 #include <string>

@@ -1,7 +1,7 @@
 #include "cuda/codegen/index_values.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ops/elementwise.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/index_elementwise.hpp"
 #include "cuda/codegen/index_views.hpp"

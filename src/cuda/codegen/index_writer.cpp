@@ -1,6 +1,6 @@
 #include "cuda/codegen/index_writer.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <algorithm>
 #include <cctype>

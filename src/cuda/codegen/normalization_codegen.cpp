@@ -3,8 +3,8 @@
 // then a third that writes. Statistics in float (double for f64).
 #include "cuda/codegen/generator.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ops/normalization.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 

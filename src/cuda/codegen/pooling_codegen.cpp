@@ -5,8 +5,8 @@
 // C]) has neighbouring threads on neighbouring channels: its loads and stores coalesce.
 #include "cuda/codegen/generator.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ops/pooling.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 

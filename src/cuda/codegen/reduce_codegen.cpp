@@ -4,8 +4,8 @@
 // f64 in double, integers in wrapping long long (log_sum_exp of integers in double).
 #include "cuda/codegen/generator.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ops/reduce.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 

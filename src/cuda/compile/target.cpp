@@ -1,15 +1,15 @@
 #include "conflux/cuda/target.hpp"
 
 #include "conflux/cuda/problem_cache.hpp"
-#include "conflux/ir/errors.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
-#include "cuda/compile/lower.hpp"
-#include "cuda/runtime/compile_kernels.hpp"
+#include "conflux/util/errors.hpp"
+#include "cuda/jit/compile_kernels.hpp"
+#include "cuda/jit/kernel_cache.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
+#include "cuda/lower/lower.hpp"
 #include "cuda/runtime/device_info.hpp"
 #include "cuda/runtime/executable.hpp"
-#include "cuda/runtime/kernel_cache.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
 #include "cuda/tuning/tuner.hpp"
 
 #include <chrono>
@@ -52,10 +52,6 @@ const std::vector<std::vector<std::string>>& compiled_program::anchor_candidates
     return impl_->lowered.anchor_candidates;
 }
 
-int available_devices() {
-    return device_count();
-}
-
 namespace {
 
 std::string choose_arch(const compile_options& options) {
@@ -64,7 +60,7 @@ std::string choose_arch(const compile_options& options) {
                            nvrtc_version(), " cannot compile for it (expected e.g. sm_90)");
         return options.arch;
     }
-    if (device_count() > 0) return query_device(0).arch;
+    if (available_devices() > 0) return query_device(0).arch;
     return "sm_90";
 }
 
@@ -80,7 +76,7 @@ compiled_program compile(program p, const compile_options& options) {
     lowering_options lopts;
     lopts.perf_config = options.perf_config;
     lopts.exact_fp32 = options.exact_fp32;
-    if (device_count() > 0) {
+    if (available_devices() > 0) {
         const device_info dev = query_device(0);
         lopts.limits.sm_count = unsigned(dev.sm_count);
         lopts.limits.shared_per_block = dev.shared_per_block_optin;
@@ -95,7 +91,7 @@ compiled_program compile(program p, const compile_options& options) {
         problems.emplace(problem_cache::open(problems_path, options.warn));
     tuner_options topts;
     topts.mode = options.tune;
-    if (topts.mode != tune_mode::none && device_count() == 0) {
+    if (topts.mode != tune_mode::none && available_devices() == 0) {
         topts.mode = tune_mode::none;
         if (options.note)
             options.note("no CUDA device (" + no_device_reason() +
@@ -149,7 +145,7 @@ namespace {
 // the program was compiled for another architecture.
 executable& loaded(compiled_program::impl& d) {
     if (!d.loaded) {
-        CONFLUX_USER_CHECK(device_count() > 0, "no CUDA device: ", cuda::no_device_reason(),
+        CONFLUX_USER_CHECK(available_devices() > 0, "no CUDA device: ", cuda::no_device_reason(),
                            ". The program was compiled for ", d.stats.arch, " (", d.stats.kernels,
                            " kernels); use --target ref to run it on the CPU");
         const device_info dev = query_device(0);

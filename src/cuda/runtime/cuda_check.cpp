@@ -1,6 +1,6 @@
 #include "cuda/runtime/cuda_check.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 namespace conflux::cuda {
 

@@ -1,6 +1,6 @@
 #include "cuda/runtime/device_info.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 
 #include <cuda_runtime_api.h>
@@ -21,7 +21,7 @@ cudaError_t count_devices(int& count) {
 
 } // namespace
 
-int device_count() {
+int available_devices() {
     int count = 0;
     count_devices(count);
     return count;
@@ -40,7 +40,7 @@ std::string no_device_reason() {
 }
 
 device_info query_device(int index) {
-    const int count = device_count();
+    const int count = available_devices();
     if (count == 0) throw_user_error("no CUDA device available: ", no_device_reason());
     CONFLUX_USER_CHECK(index >= 0 && index < count, "CUDA device ", index,
                        " does not exist: this machine has ", count, " device(s)");

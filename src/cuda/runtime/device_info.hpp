@@ -2,6 +2,8 @@
 // no driver: the runtime is linked statically, so only these calls find that out.
 #pragma once
 
+#include "conflux/cuda/devices.hpp"
+
 #include <cstddef>
 #include <string>
 
@@ -20,13 +22,6 @@ struct device_info {
     int max_threads_per_block = 0;
     int regs_per_sm = 0;
 };
-
-// The number of usable devices; 0 when there is no GPU or no (new enough) driver. Never throws.
-int device_count();
-
-// Why device_count() is 0, in the runtime's words (e.g. "no CUDA-capable device is detected"),
-// for error messages; empty when a device exists.
-std::string no_device_reason();
 
 // Throws user_error when the device does not exist (naming no_device_reason() when there is none).
 device_info query_device(int index = 0);

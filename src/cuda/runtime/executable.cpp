@@ -1,6 +1,6 @@
 #include "cuda/runtime/executable.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/loaded_kernels.hpp"
 

@@ -1,9 +1,9 @@
 // A lowered program loaded on GPU 0: its kernels, literals and arena, ready to run many times.
 #pragma once
 
-#include "conflux/cuda/target.hpp"
-#include "cuda/compile/lowered_program.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "conflux/cuda/run_options.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
+#include "cuda/runtime/lowered_program.hpp"
 
 #include <cuda_runtime_api.h>
 

@@ -4,8 +4,8 @@
 // its CUDA object: move-only, released in the destructor.
 #pragma once
 
-#include "cuda/codegen/kernel_source.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/kernel_source.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <cuda_runtime_api.h>
 

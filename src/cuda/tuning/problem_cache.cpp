@@ -11,7 +11,7 @@
 // its schema version by PRAGMA user_version; anything else in the file makes it foreign.
 #include "conflux/cuda/problem_cache.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/printable.hpp"
 #include "conflux/util/read_file.hpp"
 #include "util/user_cache_dir.hpp"

@@ -1,6 +1,6 @@
 #include "cuda/tuning/problem_key.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/fnv1a.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 

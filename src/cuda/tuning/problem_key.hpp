@@ -1,6 +1,6 @@
-// What a tuned perf config is remembered under (DESIGN.md, "Tuning and the problem cache"): the
-// kernel family, the device, the generator's version, the anchor problem and the fusion
-// signature. The same fused pattern on the same shapes gives the same key in every run and
+// What a tuned perf config is remembered under (docs/ARCHITECTURE.md, "Tuning and the problem
+// cache"): the kernel family, the device, the generator's version, the anchor problem and the
+// fusion signature. The same fused pattern on the same shapes gives the same key in every run and
 // process; a fused and an unfused convolution of one shape get different keys, because the
 // fastest config of a kernel depends on its epilogue.
 #pragma once

@@ -2,12 +2,12 @@
 
 #include "conflux/cuda/problem_cache.hpp"
 #include "conflux/ir/builtin_ops.hpp"
-#include "conflux/ir/errors.hpp"
-#include "conflux/util/output_comparison.hpp"
-#include "conflux/util/random_argument.hpp"
+#include "conflux/ir/output_comparison.hpp"
+#include "conflux/ir/random_argument.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
-#include "cuda/runtime/compile_kernels.hpp"
+#include "cuda/jit/compile_kernels.hpp"
 #include "cuda/runtime/executable.hpp"
 #include "cuda/tuning/problem_key.hpp"
 

@@ -1,5 +1,5 @@
-// Chooses each gemm anchor's perf config (DESIGN.md, "Tuning and the problem cache"): from the
-// problem cache when a valid entry exists, else by timing candidates on the GPU, else the
+// Chooses each gemm anchor's perf config (docs/ARCHITECTURE.md, "Tuning and the problem cache"):
+// from the problem cache when a valid entry exists, else by timing candidates on the GPU, else the
 // heuristic. Plugged into the lowering as lowering_options::choose_config.
 //
 // Reuse: a cached config is parsed and checked with `valid` (and --exact-fp32) for the problem,
@@ -15,9 +15,9 @@
 // disqualified and logged. Anchors that share a key are tuned once per compile.
 #pragma once
 
-#include "conflux/cuda/target.hpp"
+#include "conflux/cuda/tune_mode.hpp"
 #include "cuda/codegen/gemm/perf_config.hpp"
-#include "cuda/compile/lower.hpp"
+#include "cuda/lower/lower.hpp"
 
 #include <functional>
 #include <map>

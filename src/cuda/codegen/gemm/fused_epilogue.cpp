@@ -2,11 +2,10 @@
 
 #include "cuda/codegen/gemm/kernel_plan.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ir/program.hpp"
-#include "conflux/ir/split_points.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/views.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/index_kernel.hpp"

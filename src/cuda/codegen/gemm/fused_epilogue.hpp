@@ -1,5 +1,5 @@
-// The epilogue of a fused gemm op inside the gemm kernel (DESIGN.md, "Compiling a fused gemm
-// op"): the fused module's part after the anchor (module::split at the anchor) becomes the
+// The epilogue of a fused gemm op inside the gemm kernel (docs/ARCHITECTURE.md, "Compiling a fused
+// gemm op"): the fused module's part after the anchor (module::split at the anchor) becomes the
 // kernel's cx_epilogue. The anchor's value is known at one position per call; the epilogue maps
 // that position forward through the layout ops (reshape / transpose / squeeze / unsqueeze /
 // flatten) that move it, computes the pointwise ops where the values meet (extra inputs read

@@ -12,7 +12,7 @@
 // (swizzle_div * swizzle_mod divides 8), so each lane's swizzle term is computed once.
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/replace_all.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 

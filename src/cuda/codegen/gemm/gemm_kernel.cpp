@@ -3,7 +3,7 @@
 // epilogue; plus the split-K finish kernel and the default epilogue.
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/gemm/gemm_codegen.hpp"

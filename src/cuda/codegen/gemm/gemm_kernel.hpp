@@ -39,7 +39,7 @@
 
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 #include "cuda/codegen/gemm/perf_config.hpp"
-#include "cuda/codegen/kernel_source.hpp"
+#include "cuda/jit/kernel_source.hpp"
 
 #include <string>
 #include <vector>

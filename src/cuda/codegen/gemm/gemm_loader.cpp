@@ -5,7 +5,7 @@
 // what depends on k (the depth offset, the tap and its bounds) once per K-tile.
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 
 namespace conflux::cuda::gemm {

@@ -1,9 +1,9 @@
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ir/operation.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <algorithm>
 #include <numeric>

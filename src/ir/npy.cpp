@@ -1,7 +1,7 @@
 // The .npy format: magic "\x93NUMPY", a version byte pair, a little-endian header length (2 bytes
 // in 1.0, 4 bytes in 2.0/3.0), then a Python dict literal naming descr, fortran_order and shape,
 // padded with spaces to an alignment boundary and ended by '\n'; the raw data follows.
-#include "conflux/util/npy.hpp"
+#include "conflux/ir/npy.hpp"
 
 #include "conflux/util/checked_size.hpp"
 

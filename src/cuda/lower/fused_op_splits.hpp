@@ -1,5 +1,5 @@
-// The first step of lowering (DESIGN.md, "Compiling a fused gemm op"): every fused gemm op of
-// the program is cut, before any kernel is chosen, into the parts it may run as. The anchor's
+// The first step of lowering (docs/ARCHITECTURE.md, "Compiling a fused gemm op"): every fused gemm
+// op of the program is cut, before any kernel is chosen, into the parts it may run as. The anchor's
 // kernel is offered the part after the anchor as its epilogue; when the chosen perf config cannot
 // hold it, the op runs as gemm | pointwise, or, when a return has a layout tail after the
 // anchor, as gemm | pointwise | layout copy. The parts are modules of a program of their own, so
@@ -30,5 +30,10 @@ struct fused_op_splits {
 
 // The splits of every fused gemm op in `m`.
 fused_op_splits split_fused_ops(const module& m);
+
+// Walking up from every returned value of a fused module over layout_only ops (reshape,
+// transpose, squeeze, unsqueeze, flatten), the values where its pointwise part ends: one per
+// return, in return order (a value that is returned directly is its own split point).
+std::vector<instruction_ref> find_tail_splits(const module& m);
 
 } // namespace conflux::cuda

@@ -1,4 +1,4 @@
-#include "conflux/util/output_comparison.hpp"
+#include "conflux/ir/output_comparison.hpp"
 #include <algorithm>
 
 #include <cmath>

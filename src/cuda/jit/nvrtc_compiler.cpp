@@ -1,7 +1,7 @@
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
-#include "conflux/ir/errors.hpp"
-#include "cuda/runtime/embedded_headers.hpp"
+#include "conflux/util/errors.hpp"
+#include "cuda/jit/embedded_headers.hpp"
 
 #include <nvrtc.h>
 

@@ -1,7 +1,7 @@
-#include "cuda/runtime/compile_kernels.hpp"
+#include "cuda/jit/compile_kernels.hpp"
 
-#include "conflux/ir/errors.hpp"
-#include "cuda/runtime/kernel_cache.hpp"
+#include "conflux/util/errors.hpp"
+#include "cuda/jit/kernel_cache.hpp"
 
 #include <algorithm>
 #include <atomic>

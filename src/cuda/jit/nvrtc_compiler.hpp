@@ -2,7 +2,7 @@
 // same call compiles ahead of time on a machine without one.
 #pragma once
 
-#include "cuda/codegen/kernel_source.hpp"
+#include "cuda/jit/kernel_source.hpp"
 
 #include <string>
 #include <vector>

@@ -21,7 +21,7 @@
 #pragma once
 
 #include "conflux/util/fnv1a.hpp"
-#include "cuda/codegen/kernel_source.hpp"
+#include "cuda/jit/kernel_source.hpp"
 
 #include <atomic>
 #include <cstdint>

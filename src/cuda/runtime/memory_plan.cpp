@@ -1,6 +1,6 @@
-#include "cuda/compile/memory_plan.hpp"
+#include "cuda/runtime/memory_plan.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <algorithm>
 #include <numeric>

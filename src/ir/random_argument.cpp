@@ -1,4 +1,4 @@
-#include "conflux/util/random_argument.hpp"
+#include "conflux/ir/random_argument.hpp"
 
 #include <vector>
 

@@ -1,7 +1,6 @@
-#include "cuda/compile/fused_op_splits.hpp"
+#include "cuda/lower/fused_op_splits.hpp"
 
-#include "conflux/ir/errors.hpp"
-#include "conflux/ir/split_points.hpp"
+#include "conflux/util/errors.hpp"
 
 namespace conflux::cuda {
 
@@ -34,6 +33,18 @@ fused_op_split split_fused_op(const instruction& op, program& parts) {
 }
 
 } // namespace
+
+std::vector<instruction_ref> find_tail_splits(const module& m) {
+    std::vector<instruction_ref> splits;
+    auto* ret = m.get_return();
+    if (ret == nullptr) return splits;
+    for (auto* value : ret->inputs()) {
+        while (value->get_operator().traits().layout_only && !value->inputs().empty())
+            value = value->inputs().front();
+        splits.push_back(value);
+    }
+    return splits;
+}
 
 fused_op_splits split_fused_ops(const module& m) {
     fused_op_splits out;

@@ -2,8 +2,8 @@
 // parallel, cubins taken from and put into the disk cache.
 #pragma once
 
-#include "cuda/codegen/kernel_source.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/kernel_source.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <cstddef>
 #include <functional>

@@ -1,12 +1,12 @@
-#include "cuda/compile/lower.hpp"
+#include "cuda/lower/lower.hpp"
 
-#include "conflux/ir/errors.hpp"
 #include "conflux/ops/views.hpp"
+#include "conflux/util/errors.hpp"
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/codegen/kernel_name.hpp"
-#include "cuda/compile/fused_op_splits.hpp"
+#include "cuda/lower/fused_op_splits.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -379,8 +379,8 @@ private:
         return candidates.front();
     }
 
-    // A fused gemm op (DESIGN.md, "Compiling a fused gemm op"): one kernel when the anchor's
-    // config can_fuse the part after the anchor; otherwise gemm into a temporary, then the
+    // A fused gemm op (docs/ARCHITECTURE.md, "Compiling a fused gemm op"): one kernel when the
+    // anchor's config can_fuse the part after the anchor; otherwise gemm into a temporary, then the
     // pointwise part, then (when a return has a layout tail) a layout copy into the op's outputs;
     // without a tail the pointwise kernel writes the outputs itself. The parts were cut before
     // lowering (split_fused_ops).

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "conflux/ir/argument.hpp"
-#include "cuda/codegen/kernel_source.hpp"
-#include "cuda/compile/memory_plan.hpp"
+#include "cuda/jit/kernel_source.hpp"
+#include "cuda/runtime/memory_plan.hpp"
 
 #include <string>
 #include <vector>

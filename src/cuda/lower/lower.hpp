@@ -11,7 +11,7 @@
 
 #include "conflux/ir/program.hpp"
 #include "cuda/codegen/gemm/perf_config.hpp"
-#include "cuda/compile/lowered_program.hpp"
+#include "cuda/runtime/lowered_program.hpp"
 
 #include <functional>
 #include <optional>

@@ -1,8 +1,8 @@
-#include "cuda/runtime/kernel_cache.hpp"
+#include "cuda/jit/kernel_cache.hpp"
 
 #include "conflux/util/read_file.hpp"
-#include "cuda/runtime/embedded_headers.hpp"
-#include "cuda/runtime/nvrtc_compiler.hpp"
+#include "cuda/jit/embedded_headers.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
 #include "util/user_cache_dir.hpp"
 
 #include <fcntl.h>
