@@ -1,6 +1,6 @@
 #include "cuda/codegen/kernel_name.hpp"
 
-#include "conflux/ir/errors.hpp"
+#include "conflux/util/errors.hpp"
 #include "conflux/util/fnv1a.hpp"
 
 #include <cctype>
@@ -24,14 +24,15 @@ std::string identifier(const std::string& text) {
 kernel_source
 write_named_kernel(const std::string& kind,
                    const std::function<kernel_source(const std::string& entry)>& write) {
-    kernel_source k = write(std::string(name_placeholder));
+    // The name is a hash of the text, which contains the name: the text is hashed as written
+    // with the placeholder, then written again with the name it gets, so that every generator
+    // writes its entry name itself and nothing is patched into generated code afterwards.
+    const kernel_source hashed = write(std::string(name_placeholder));
     const std::string name =
-        "cx_" + identifier(kind) + "_" + hex_64(fnv1a_64(k.code)).substr(0, 12);
-    std::size_t uses = 0;
-    for (std::size_t pos = k.code.find(name_placeholder); pos != std::string::npos;
-         pos = k.code.find(name_placeholder, pos + name.size()), ++uses)
-        k.code.replace(pos, name_placeholder.size(), name);
-    CONFLUX_ASSERT(uses > 0 || k.empty(), "kernel '", kind, "' does not use its entry name");
+        "cx_" + identifier(kind) + "_" + hex_64(fnv1a_64(hashed.code)).substr(0, 12);
+    kernel_source k = write(name);
+    CONFLUX_ASSERT(k.empty() || k.code.find(name) != std::string::npos, "kernel '", kind,
+                   "' does not use its entry name");
     k.entry = name;
     return k;
 }

@@ -4,7 +4,7 @@
 // placeholder where the name goes.
 #pragma once
 
-#include "cuda/codegen/kernel_source.hpp"
+#include "cuda/jit/kernel_source.hpp"
 
 #include <functional>
 #include <string>
