@@ -20,13 +20,20 @@ double verify_tolerance(dtype t) {
     }
 }
 
+computed_precision dtype_precision(dtype computed_in) {
+    return {std::string(to_string(computed_in)), verify_tolerance(computed_in)};
+}
+
+computed_precision tf32_precision() {
+    return {"tf32", verify_tolerance(dtype::f16)};
+}
+
 output_comparison compare_outputs(const argument& got, const argument& want,
-                                  std::optional<dtype> computed_in) {
+                                  const std::optional<computed_precision>& computed_in) {
     output_comparison c;
     const dtype t = want.get_shape().type();
     c.tolerance = verify_tolerance(t);
-    if (computed_in && is_floating(t))
-        c.tolerance = std::max(c.tolerance, verify_tolerance(*computed_in));
+    if (computed_in && is_floating(t)) c.tolerance = std::max(c.tolerance, computed_in->tolerance);
     if (got.get_shape().type() != t || got.get_shape().lens() != want.get_shape().lens()) {
         c.mismatches = want.get_shape().elements();
         return c;

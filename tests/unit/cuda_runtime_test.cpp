@@ -241,6 +241,29 @@ TEST(CudaRuntime, OutputShapesGiveEachOutputsLayoutAndSize) {
     }
 }
 
+// What verify judges f32 outputs by: the count of f32 anchors that ran on TF32 tensor cores.
+TEST(CudaRuntime, StatsCountTheF32AnchorsThatRunOnTf32TensorCores) {
+    auto matmuls = [](dtype t, std::size_t count, bool exact_fp32) {
+        program p;
+        module& m = p.main();
+        auto x = m.add_parameter("x", shape{t, {64, 64}});
+        instruction_ref v = x;
+        for (std::size_t i = 0; i < count; ++i)
+            v = m.add_instruction(op::dot{}, {v, x});
+        m.add_return({v});
+        compile_options options;
+        options.arch = "sm_90";
+        options.use_kernel_cache = false;
+        options.use_problem_cache = false;
+        options.tune = tune_mode::none;
+        options.exact_fp32 = exact_fp32;
+        return compile(std::move(p), options).stats().tf32_anchors;
+    };
+    EXPECT_EQ(matmuls(dtype::f32, 2, false), 2u);
+    EXPECT_EQ(matmuls(dtype::f32, 2, true), 0u) << "--exact-fp32 runs f32 on the SIMT path";
+    EXPECT_EQ(matmuls(dtype::f16, 2, false), 0u) << "f16 anchors are not TF32";
+}
+
 // Checked before the device is, so they hold on any machine.
 TEST(CudaRuntime, RunOnDeviceNamesTheTensorItCannotBind) {
     compiled_program c = compile_two_outputs();

@@ -1,7 +1,7 @@
 // conflux verify MODEL: runs the CUDA target and the reference target on the same inputs and
 // judges every output (output_comparison.hpp). Exit 0 when all pass, 1 when any fails.
 #include "commands.hpp"
-#include "conflux/util/output_comparison.hpp"
+#include "conflux/ir/output_comparison.hpp"
 #include "input_loading.hpp"
 #include "options.hpp"
 
@@ -39,21 +39,32 @@ int verify(const verify_options& options) {
     CONFLUX_ASSERT(got.size() == want.size(), "cuda gave ", got.size(), " outputs, ref ",
                    want.size());
 
-    // With --fp16/--bf16 the cuda program computes in 16 bits: judged by that tolerance.
-    const std::optional<dtype> precision = precision_of(options.target);
+    // Each floating output is judged by the precision that ran: 16 bits with --fp16/--bf16, TF32
+    // when f32 convolutions or matrix products ran on tensor cores (the default; --exact-fp32
+    // keeps f32's tolerance), else its dtype's.
+    std::optional<computed_precision> precision;
+    if (const std::optional<dtype> p = precision_of(options.target))
+        precision = dtype_precision(*p);
+    else if (compiled.stats().tf32_anchors > 0)
+        precision = tf32_precision();
     bool all = true;
-    std::printf("%-24s %-20s %12s %12s %10s  %s\n", "output", "shape", "rel rms", "max |diff|",
-                "tolerance", "result");
+    std::printf("%-24s %-20s %-9s %12s %12s %10s  %s\n", "output", "shape", "precision", "rel rms",
+                "max |diff|", "tolerance", "result");
     for (std::size_t i = 0; i < want.size(); ++i) {
+        const dtype type = want[i].get_shape().type();
         const output_comparison c = compare_outputs(got[i], want[i], precision);
         all = all && c.passed;
         std::string verdict = c.passed ? "pass" : "FAIL";
         if (c.non_finite != 0) verdict += " (" + std::to_string(c.non_finite) + " NaN/Inf)";
-        if (!is_floating(want[i].get_shape().type()) && c.mismatches != 0)
+        if (!is_floating(type) && c.mismatches != 0)
             verdict += " (" + std::to_string(c.mismatches) + " differ)";
-        std::printf("%-24s %-20s %12.3g %12.3g %10.3g  %s\n", names[i].c_str(),
-                    to_string(want[i].get_shape().as_standard()).c_str(), c.relative_rms,
-                    c.max_abs_diff, c.tolerance, verdict.c_str());
+        const std::string ran_in = !is_floating(type) ? std::string("exact")
+                                   : precision && precision->tolerance > verify_tolerance(type)
+                                       ? precision->name
+                                       : std::string(to_string(type));
+        std::printf("%-24s %-20s %-9s %12.3g %12.3g %10.3g  %s\n", names[i].c_str(),
+                    to_string(want[i].get_shape().as_standard()).c_str(), ran_in.c_str(),
+                    c.relative_rms, c.max_abs_diff, c.tolerance, verdict.c_str());
     }
     const auto& st = compiled.stats();
     std::printf("%zu kernels, %zu launches, arena %zu bytes (temporaries total %zu)\n", st.kernels,

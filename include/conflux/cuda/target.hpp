@@ -59,6 +59,9 @@ struct compile_stats {
     std::size_t temporary_bytes = 0; // sum of all temporaries (what no reuse would need)
     std::size_t output_bytes = 0;
     std::size_t literal_bytes = 0; // weights and other constants, on the device for the run
+    // f32 convolutions and matrix products that ran on TF32 tensor cores (their inputs rounded
+    // to a 10-bit mantissa, as f16's): what verify judges f32 outputs by.
+    std::size_t tf32_anchors = 0;
     double compile_seconds = 0;
     // Gemm problems (distinct keys): configs reused from the problem cache, tuned on the GPU,
     // or the heuristic's; candidates disqualified for wrong results; seconds spent tuning.

@@ -17,15 +17,26 @@ struct output_comparison {
     bool passed = false;
 };
 
-// The relative-RMS tolerance per dtype: f32 1e-3 (TF32 tensor cores by default), f16 1e-2,
-// bf16 2e-2, f64 1e-9; integers and bools must match exactly.
+// The relative-RMS tolerance per dtype: f32 1e-3, f16 1e-2, bf16 2e-2, f64 1e-9; integers and
+// bools must match exactly.
 double verify_tolerance(dtype t);
+
+// The precision a target computed floating-point values in, when it is narrower than the
+// values' dtype; its tolerance applies to them.
+struct computed_precision {
+    std::string name; // "f16", "bf16", "tf32"
+    double tolerance = 0;
+};
+// A model run in f16 or bf16 (--fp16, --bf16) that keeps f32 inputs and outputs.
+computed_precision dtype_precision(dtype computed_in);
+// f32 convolutions and matrix products on TF32 tensor cores: inputs rounded to a 10-bit
+// mantissa, as f16's, with f32 accumulation, so f16's tolerance fits.
+computed_precision tf32_precision();
 
 // Compares element by element in logical order (layouts may differ). NaN/Inf in `got` never
 // pass unless the reference has the same non-finite value at that element.
-// `computed_in`: the dtype the values were computed in when it is narrower than the outputs'
-// (a model run with --fp16 keeps f32 outputs); its tolerance applies.
+// `computed_in`: the precision the values were computed in, when narrower than their dtype.
 output_comparison compare_outputs(const argument& got, const argument& want,
-                                  std::optional<dtype> computed_in = std::nullopt);
+                                  const std::optional<computed_precision>& computed_in = {});
 
 } // namespace conflux

@@ -127,6 +127,7 @@ compiled_program compile(program p, const compile_options& options) {
     d.stats.tuning_seconds = t.seconds;
     d.stats.kernels = d.lowered.kernels.size();
     d.stats.launches = d.lowered.steps.size();
+    d.stats.tf32_anchors = d.lowered.tf32_anchors;
     d.stats.cache_hits = cache ? cache->hits() : 0;
     d.stats.arena_bytes = d.lowered.plan.arena_bytes;
     d.stats.temporary_bytes = d.lowered.plan.total_bytes;

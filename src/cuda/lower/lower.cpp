@@ -261,6 +261,7 @@ private:
                                     e ? &*e : nullptr,
                                     offer ? offer->origin : origin};
         const perf_config config = choose_config(context);
+        if (problem->type == dtype::f32 && !config.simt) ++steps_.out().tf32_anchors;
         outcome.summary = to_string(*problem) + " config " + to_string(config);
         outcome.config = to_string(config);
         if (e && can_fuse(config, *problem, *e, &outcome.reason, options_.limits)) {

@@ -58,6 +58,8 @@ struct lowered_program {
     std::vector<std::string> trace;
     // Per anchor lowered through the gemm generator: its candidate perf configs, best first.
     std::vector<std::vector<std::string>> anchor_candidates;
+    // f32 anchors on TF32 tensor cores (inputs rounded to a 10-bit mantissa), not exact fp32.
+    std::size_t tf32_anchors = 0;
 };
 
 } // namespace conflux::cuda
