@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -120,6 +121,7 @@ public:
 
     program run() {
         opset_ = default_opset(model_, what_);
+        check_supported_ops();
         add_initializers();
         add_inputs();
         for (int i = 0; i < graph_.node_size(); ++i)
@@ -189,9 +191,55 @@ private:
         return declared;
     }
 
+    // Every op type the importer has no entry for, in one message: a model that needs several
+    // would otherwise be reported one op per attempt.
+    void check_supported_ops() {
+        struct unsupported {
+            std::string first_node, domain;
+            std::int64_t opset = 0;
+            std::size_t nodes = 0;
+        };
+        std::vector<std::string> order;
+        std::map<std::string, unsupported> found; // by domain and op type
+        for (int i = 0; i < graph_.node_size(); ++i) {
+            const auto& node = graph_.node(i);
+            const bool default_domain = is_default_domain(node);
+            if (default_domain && onnx_op_table().count(node.op_type()) != 0) continue;
+            const std::string key = node.domain() + "\n" + node.op_type();
+            auto [it, inserted] = found.try_emplace(key);
+            if (inserted) {
+                order.push_back(key);
+                const std::int64_t opset =
+                    default_domain ? opset_ : domain_opset(model_, node.domain(), opset_);
+                it->second = {node_context(node, std::size_t(i), opset, main(), {}).node_name(),
+                              node.domain(), opset, 0};
+            }
+            ++it->second.nodes;
+        }
+        if (order.empty()) return;
+        auto describe = [&](const std::string& key) {
+            const unsupported& u = found.at(key);
+            const std::string type = key.substr(key.find('\n') + 1);
+            const std::string where = detail::concat("domain '", u.domain, "', opset ", u.opset);
+            if (u.nodes == 1)
+                return detail::concat("'", type, "' (node '", u.first_node, "', ", where, ")");
+            return detail::concat("'", type, "' (", u.nodes, " nodes, the first '", u.first_node,
+                                  "', ", where, ")");
+        };
+        if (order.size() == 1) throw node_error("unsupported operator " + describe(order[0]));
+        std::string list;
+        for (const auto& key : order)
+            list += (list.empty() ? "" : ", ") + describe(key);
+        throw node_error("unsupported operators: " + list);
+    }
+
+    static bool is_default_domain(const ::onnx::NodeProto& node) {
+        return node.domain().empty() || node.domain() == "ai.onnx";
+    }
+
     void add_node(const ::onnx::NodeProto& node, std::size_t index) {
         const auto& table = onnx_op_table();
-        const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+        const bool default_domain = is_default_domain(node);
         const std::int64_t opset =
             default_domain ? opset_ : domain_opset(model_, node.domain(), opset_);
         node_context probe(node, index, opset, main(), {});

@@ -77,6 +77,19 @@ TEST(onnx_import, unsupported_op_names_type_node_and_opset) {
     EXPECT_EQ(import_error(b), "unsupported operator 'Foo' (node 'n1', domain '', opset 17)");
 }
 
+TEST(onnx_import, every_unsupported_op_is_listed_at_once_with_its_count_and_first_node) {
+    model_builder b(17);
+    b.input("x", TensorProto::FLOAT, {2});
+    b.node("Foo", {"x"}, {"a"}, "f1");
+    b.node("Relu", {"a"}, {"b"}, "r");
+    b.node("Bar", {"b"}, {"c"}, "b1");
+    b.node("Foo", {"c"}, {"d"}, "f2");
+    b.node("Foo", {"d"}, {"y"}, "f3");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "unsupported operators: 'Foo' (3 nodes, the first 'f1', domain "
+                               "'', opset 17), 'Bar' (node 'b1', domain '', opset 17)");
+}
+
 TEST(onnx_import, non_default_domain_is_unsupported) {
     model_builder b(17);
     auto* o = b.model.add_opset_import();
