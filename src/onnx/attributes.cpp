@@ -88,7 +88,7 @@ std::optional<argument> node_context::attr_tensor(std::string_view name) const {
     if (!is_type(*a, AttributeProto::TENSOR, a->has_t()))
         fail("attribute '", name, "' should be TENSOR, got ", type_name(*a));
     try {
-        return to_argument(a->t());
+        return to_argument(a->t(), external_);
     } catch (const user_error& e) {
         fail("attribute '", name, "': ", e.what());
     }

@@ -7,6 +7,7 @@
 #include "conflux/util/checked_size.hpp"
 #include "conflux/util/printable.hpp"
 #include "conflux/util/read_file.hpp"
+#include "onnx/external_data.hpp"
 #include "onnx/node_context.hpp"
 
 #include <cerrno>
@@ -117,7 +118,8 @@ class graph_importer {
 public:
     graph_importer(const ::onnx::ModelProto& model, const import_options& options,
                    const std::string& what)
-        : model_(model), graph_(model.graph()), options_(options), what_(what) {}
+        : model_(model), graph_(model.graph()), options_(options), what_(what),
+          external_(options.external_data_dir) {}
 
     program run() {
         opset_ = default_opset(model_, what_);
@@ -144,7 +146,7 @@ private:
             // Last writer would win, silently: the graph means one of them, we cannot tell which.
             CONFLUX_USER_CHECK(values_.count(t.name()) == 0, what_, ": initializer '", t.name(),
                                "' is listed twice");
-            values_[t.name()] = main().add_literal(to_argument(t));
+            values_[t.name()] = main().add_literal(to_argument(t, &external_));
             producers_[t.name()] = "initializer";
         }
     }
@@ -275,7 +277,7 @@ private:
             inputs.push_back(v->second);
         }
 
-        node_context ctx(node, index, opset, main(), std::move(inputs));
+        node_context ctx(node, index, opset, main(), std::move(inputs), &external_);
         std::vector<instruction_ref> outputs;
         try {
             outputs = builder.build(ctx);
@@ -336,6 +338,7 @@ private:
     const import_options& options_;
     const std::string& what_;
     std::int64_t opset_ = 0;
+    external_data external_;
     program prog_;
     std::unordered_map<std::string, instruction_ref> values_;
     // What defined each value, for messages: "initializer", "graph input", "node 'n' (Relu)".
@@ -384,7 +387,12 @@ program import_model(const std::string& path, const import_options& options) {
     // Protobuf cannot parse a message of 2 GiB or more.
     constexpr std::uint64_t max_model_bytes = (std::uint64_t{1} << 31) - 1;
     const std::string bytes = read_regular_file(path, max_model_bytes, "model");
-    return import_model_bytes(bytes, options, path);
+    import_options with_dir = options;
+    if (!with_dir.external_data_dir) {
+        with_dir.external_data_dir = std::filesystem::path(path).parent_path();
+        if (with_dir.external_data_dir->empty()) with_dir.external_data_dir = ".";
+    }
+    return import_model_bytes(bytes, with_dir, path);
 }
 
 } // namespace conflux::onnx

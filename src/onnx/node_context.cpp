@@ -18,8 +18,9 @@ std::optional<argument> constant_value(instruction_ref ins) {
 }
 
 node_context::node_context(const ::onnx::NodeProto& node, std::size_t index, std::int64_t opset,
-                           module& m, std::vector<instruction_ref> inputs)
-    : node_(node), index_(index), opset_(opset), m_(m), inputs_(std::move(inputs)) {}
+                           module& m, std::vector<instruction_ref> inputs, external_data* external)
+    : node_(node), index_(index), opset_(opset), m_(m), inputs_(std::move(inputs)),
+      external_(external) {}
 
 std::string node_context::node_name() const {
     return node_.name().empty() ? "#" + std::to_string(index_) : node_.name();

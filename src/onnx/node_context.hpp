@@ -30,8 +30,11 @@ struct node_error : user_error {
 // ONNX TensorProto.DataType -> dtype; nullopt for types Conflux does not have.
 std::optional<dtype> to_dtype(int onnx_type);
 std::string onnx_type_name(int onnx_type);
-// Throws user_error naming the tensor on anything it cannot represent.
-argument to_argument(const ::onnx::TensorProto& t);
+class external_data;
+
+// Throws user_error naming the tensor on anything it cannot represent. `external`: where
+// tensors stored outside the model are read from (none: such a tensor is an error).
+argument to_argument(const ::onnx::TensorProto& t, external_data* external = nullptr);
 
 // Names in a damaged or hostile file may hold line breaks; every message stays one line.
 std::string one_line(std::string s);
@@ -42,8 +45,9 @@ inline constexpr std::size_t fold_limit = std::size_t{1} << 20;
 
 class node_context {
 public:
+    // `external`: where tensor attributes stored outside the model are read from.
     node_context(const ::onnx::NodeProto& node, std::size_t index, std::int64_t opset, module& m,
-                 std::vector<instruction_ref> inputs);
+                 std::vector<instruction_ref> inputs, external_data* external = nullptr);
 
     const ::onnx::NodeProto& node() const { return node_; }
     const std::string& op_type() const { return node_.op_type(); }
@@ -123,6 +127,7 @@ private:
     std::int64_t opset_;
     module& m_;
     std::vector<instruction_ref> inputs_;
+    external_data* external_;
 };
 
 // The value of a literal or of a broadcast view of one; nullopt for anything else.

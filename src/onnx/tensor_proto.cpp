@@ -2,6 +2,7 @@
 // fields; ONNX stores every type narrower than 32 bits (f16/bf16 bit patterns, i8, u8, bool)
 // in int32_data.
 #include "conflux/util/read_file.hpp"
+#include "onnx/external_data.hpp"
 #include "onnx/node_context.hpp"
 
 #include "conflux/util/checked_size.hpp"
@@ -71,10 +72,11 @@ void copy_typed(const Field& field, const std::string& name, const char* field_n
 
 } // namespace
 
-argument to_argument(const TensorProto& t) {
+argument to_argument(const TensorProto& t, external_data* external) {
     const std::string name = t.name().empty() ? std::string("<unnamed>") : t.name();
-    if (t.data_location() == TensorProto::EXTERNAL || t.external_data_size() > 0)
-        throw_user_error("tensor '", name, "' uses external data, which is not supported");
+    const bool is_external = t.data_location() == TensorProto::EXTERNAL;
+    CONFLUX_USER_CHECK(is_external || t.external_data_size() == 0, "tensor '", name,
+                       "' lists external data but its data_location is not EXTERNAL");
     CONFLUX_USER_CHECK(!t.has_segment(), "tensor '", name,
                        "' is segmented, which is not supported");
     auto type = to_dtype(t.data_type());
@@ -91,6 +93,15 @@ argument to_argument(const TensorProto& t) {
 
     shape s{*type, lens};
     const std::size_t esize = size_of(*type);
+    if (is_external) {
+        CONFLUX_USER_CHECK(!t.has_raw_data(), "tensor '", name,
+                           "' has both external data and raw_data");
+        CONFLUX_USER_CHECK(external != nullptr, "tensor '", name,
+                           "' uses external data, which a tensor file cannot");
+        argument out{s};
+        external->read(t, name, out);
+        return out;
+    }
     if (t.has_raw_data()) {
         const auto& raw = t.raw_data();
         CONFLUX_USER_CHECK(raw.size() == elements * esize, "tensor '", name, "': raw_data holds ",

@@ -167,19 +167,6 @@ TEST(onnx_import, undefined_graph_output_is_an_error) {
     EXPECT_NE(msg.find("'z'"), std::string::npos) << msg;
 }
 
-TEST(onnx_import, external_data_is_rejected) {
-    model_builder b;
-    b.input("x", TensorProto::FLOAT, {2});
-    auto* w = b.initializer("w", {2}, {});
-    w->set_data_location(TensorProto::EXTERNAL);
-    auto* e = w->add_external_data();
-    e->set_key("location");
-    e->set_value("weights.bin");
-    b.node("Add", {"x", "w"}, {"y"});
-    b.output("y");
-    EXPECT_EQ(import_error(b), "tensor 'w' uses external data, which is not supported");
-}
-
 TEST(onnx_import, conv_shape_mismatch_is_prefixed_with_the_node) {
     model_builder b;
     b.input("x", TensorProto::FLOAT, {1, 3, 5, 5});

@@ -24,6 +24,10 @@ struct import_options {
     // Inputs frozen to known values: they become literals, so operands that must be constant
     // (a Reshape's shape, Slice's starts, ...) may come from graph inputs.
     std::map<std::string, argument> constant_inputs;
+    // Where tensors stored outside the model file (external data) are read from: their
+    // locations are relative to it. import_model: the model's directory unless given;
+    // import_model_bytes: none unless given (an external tensor is then an error).
+    std::optional<std::filesystem::path> external_data_dir;
 };
 
 program import_model(const std::string& path, const import_options& options = {});
