@@ -290,7 +290,9 @@ void eval_kind(const elementwise& e, const std::vector<argument>& in, const argu
                const detail::loop_space& ls) {
     using enum elementwise_kind;
     constexpr bool integral = std::is_integral_v<C>;
-    const C alpha = C(e.alpha);
+    // Saturating for integers: a float attribute out of an integer type's range (a fuzzer's
+    // alpha of 6.6e25 on i64 data) has no value there, and a plain cast of it is undefined.
+    const C alpha = convert_value<C>(e.alpha);
     auto unary = [&](auto f) { run<C, C, 1>(in, out, ls, f); };
     auto binary = [&](auto f) { run<C, C, 2>(in, out, ls, f); };
     auto predicate1 = [&](auto f) { run<C, bool, 1>(in, out, ls, f); };

@@ -194,6 +194,28 @@ TEST(elementwise, transcendental_functions) {
     near(elementwise_kind::atanh, 0.5f, 0.5493061443);
 }
 
+// A float attribute outside an integer type's range saturates, as the CUDA kernels' literal
+// does (found by fuzzing: ThresholdedRelu with alpha 3.9e25 on u8 data was undefined behaviour).
+TEST(elementwise, integer_inputs_take_out_of_range_attributes_saturated) {
+    auto on_i64 = [](elementwise_kind k, float alpha) {
+        const std::vector<std::int64_t> x{-5, 0, 7, std::numeric_limits<std::int64_t>::max()};
+        auto r = run(op::make_elementwise(k, alpha), {make(dtype::i64, {x.size()}, x)});
+        return to_vector<std::int64_t>(r);
+    };
+    // alpha -> INT64_MAX: nothing is above it.
+    EXPECT_EQ(on_i64(elementwise_kind::thresholded_relu, 3.9e25f),
+              (std::vector<std::int64_t>{0, 0, 0, 0}));
+    // alpha -> INT64_MIN: everything is above it but INT64_MIN itself.
+    EXPECT_EQ(on_i64(elementwise_kind::thresholded_relu, -3.9e25f),
+              (std::vector<std::int64_t>{-5, 0, 7, std::numeric_limits<std::int64_t>::max()}));
+    // NaN has no integer value: 0, so only the positive elements pass.
+    EXPECT_EQ(on_i64(elementwise_kind::thresholded_relu, std::nanf("")),
+              (std::vector<std::int64_t>{0, 0, 7, std::numeric_limits<std::int64_t>::max()}));
+    const auto u8 = run(op::make_elementwise(elementwise_kind::thresholded_relu, 3.9e25f),
+                        {make(dtype::u8, {3}, std::vector<std::uint8_t>{0, 200, 255})});
+    EXPECT_EQ(to_vector<std::int64_t>(u8), (std::vector<std::int64_t>{0, 0, 0}));
+}
+
 TEST(elementwise, piecewise_activations) {
     EXPECT_EQ(unary(elementwise_kind::relu, {-2, 0, 3}), (std::vector<float>{0, 0, 3}));
     EXPECT_TRUE(std::isnan(unary(elementwise_kind::relu, {qnan})[0]));

@@ -14,18 +14,11 @@ bool integral_compute(dtype t) {
     return compute_type(t) == "long long";
 }
 
-// An attribute as the compute type C, as the reference's `C(e.alpha)`: integers truncate (the
-// reference's cast of an out-of-range float is undefined; here it saturates).
+// An attribute as the compute type C, as the reference converts it (convert_value: integers
+// truncate, saturating out of range, NaN is 0).
 std::string in_compute_type(dtype t, float v) {
     if (!integral_compute(t)) return compute_literal(t, static_cast<double>(v));
-    long long n = 0;
-    if (v >= 9.2233720368547758e18f)
-        n = INT64_MAX;
-    else if (v <= -9.2233720368547758e18f)
-        n = INT64_MIN;
-    else if (v == v)
-        n = static_cast<long long>(v);
-    return text::long_long_literal(n);
+    return text::long_long_literal(convert_value<long long>(v));
 }
 
 // An attribute as the type the reference's fmath computes in: float for f32/f16/bf16, double
