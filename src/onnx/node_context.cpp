@@ -61,6 +61,13 @@ std::vector<std::int64_t> node_context::constant_ints(std::size_t i, std::string
     return to_vector<std::int64_t>(v);
 }
 
+std::int64_t node_context::constant_int(std::size_t i, std::string_view what) const {
+    const auto values = constant_ints(i, what);
+    if (values.size() != 1 || input_shape(i).rank() > 1)
+        fail("input '", what, "' must hold one integer, got shape ", to_string(input_shape(i)));
+    return values.front();
+}
+
 std::vector<double> node_context::constant_doubles(std::size_t i, std::string_view what) const {
     return to_vector<double>(require_constant(i, what));
 }
@@ -81,7 +88,9 @@ instruction_ref node_context::add(const operation& op, std::vector<instruction_r
         for (auto& a : args)
             shapes.push_back(a.get_shape());
         auto s = op.compute_shape(shapes);
-        if (s.elements() <= fold_limit) {
+        // A tuple result (TopK's values and indices) stays an instruction: literals hold one
+        // value each.
+        if (!s.is_tuple() && s.elements() <= fold_limit) {
             auto value = op.eval(s, args, {}, eval_context{});
             // Literals own standard copies so that no literal aliases another's storage.
             return m_.add_literal(value.contiguous());

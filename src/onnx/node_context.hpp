@@ -76,6 +76,8 @@ public:
     argument require_constant(std::size_t i, std::string_view what) const;
     std::vector<std::int64_t> constant_ints(std::size_t i, std::string_view what) const;
     std::vector<double> constant_doubles(std::size_t i, std::string_view what) const;
+    // A constant holding exactly one integer: a scalar or a 1-element 1-D tensor.
+    std::int64_t constant_int(std::size_t i, std::string_view what) const;
 
     std::size_t output_count() const { return std::size_t(node_.output_size()); }
     bool output_requested(std::size_t i) const {

@@ -1,7 +1,11 @@
-// Reduce*, Softmax / LogSoftmax and ArgMax / ArgMin.
+// Reduce*, Softmax / LogSoftmax, ArgMax / ArgMin, and the other ops along one axis: CumSum and
+// TopK.
 #include "onnx/node_context.hpp"
 
+#include "conflux/ir/builtin_ops.hpp"
 #include "conflux/ops/reduce.hpp"
+#include "conflux/ops/scan.hpp"
+#include "conflux/ops/top_k.hpp"
 #include "conflux/ops/views.hpp"
 
 #include <algorithm>
@@ -70,6 +74,32 @@ outputs build_arg_reduce(node_context& c, bool max) {
     return {c.add(r, {x})};
 }
 
+outputs build_cumsum(node_context& c) {
+    auto x = c.input(0);
+    op::cumsum s;
+    s.axis = c.normalize_axis(c.constant_int(1, "axis"), x->get_shape().rank());
+    s.exclusive = c.attr_int("exclusive", 0) != 0;
+    s.reverse = c.attr_int("reverse", 0) != 0;
+    return {c.add(s, {x})};
+}
+
+outputs build_top_k(node_context& c) {
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
+    op::top_k t;
+    t.axis = c.normalize_axis(c.attr_int("axis", -1), lens.size());
+    // Before opset 10, k is an attribute.
+    const std::int64_t k = c.opset() < 10 ? c.attr_int("k", 1) : c.constant_int(1, "K");
+    const auto n = lens[std::size_t(t.axis)];
+    if (k < 0 || std::uint64_t(k) > n)
+        c.fail("K ", k, " is outside [0, ", n, "], the length of axis ", t.axis);
+    t.k = std::size_t(k);
+    t.largest = c.attr_int("largest", 1) != 0;
+    // sorted = 0 leaves the order unspecified; the ranked order is one such order.
+    auto both = c.add(t, {x});
+    return {c.add(op::get_tuple_elem{0}, {both}), c.add(op::get_tuple_elem{1}, {both})};
+}
+
 } // namespace
 
 void add_reduce_ops(op_table& t) {
@@ -97,6 +127,8 @@ void add_reduce_ops(op_table& t) {
     t["LogSoftmax"] = {1, 1, [](node_context& c) { return build_softmax(c, true); }};
     t["ArgMax"] = {1, 1, [](node_context& c) { return build_arg_reduce(c, true); }};
     t["ArgMin"] = {1, 1, [](node_context& c) { return build_arg_reduce(c, false); }};
+    t["CumSum"] = {2, 2, build_cumsum};
+    t["TopK"] = {1, 2, build_top_k};
 }
 
 } // namespace conflux::onnx

@@ -1,5 +1,5 @@
 // Ops that rearrange data: views (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand,
-// Slice, Split, Tile) and the data movers (Concat, Pad, Gather, GatherElements). Their shape
+// Slice, Split, Tile) and the data movers (Concat, Pad, Gather, GatherElements, Trilu). Their shape
 // operands (Reshape's shape, Slice's starts, ...) must be constants: Conflux programs have
 // static shapes.
 #include "onnx/node_context.hpp"
@@ -320,6 +320,13 @@ outputs build_split(node_context& c) {
 
 // Tile as views: [d0, d1] -> unsqueeze [1, d0, 1, d1] -> broadcast [r0, d0, r1, d1] ->
 // reshape [r0*d0, r1*d1].
+outputs build_trilu(node_context& c) {
+    op::trilu t;
+    t.upper = c.attr_int("upper", 1) != 0;
+    if (c.has_input(1)) t.k = c.constant_int(1, "k");
+    return {c.add(t, {c.input(0)})};
+}
+
 outputs build_tile(node_context& c) {
     auto x = c.input(0);
     const auto& lens = x->get_shape().lens();
@@ -366,6 +373,7 @@ void add_shape_ops(op_table& t) {
     t["GatherElements"] = {2, 2, build_gather_elements};
     t["Split"] = {1, 2, build_split};
     t["Tile"] = {2, 2, build_tile};
+    t["Trilu"] = {1, 2, build_trilu};
 }
 
 } // namespace conflux::onnx

@@ -274,4 +274,41 @@ argument gather_elements::eval(const shape& out, const std::vector<argument>& in
     return result;
 }
 
+// ---- trilu ----
+
+shape trilu::compute_shape(const std::vector<shape>& in) const {
+    check_input_count(name(), in, 1);
+    const shape& x = in[0];
+    CONFLUX_USER_CHECK(x.rank() >= 2, name(), ": expects a matrix or a batch of them, got rank ",
+                       x.rank());
+    return x.as_standard();
+}
+
+bool trilu::keeps(std::size_t row, std::size_t col) const {
+    // Tensors hold at most 2^48 elements, so col - row cannot overflow.
+    const std::int64_t diagonal = std::int64_t(col) - std::int64_t(row);
+    return upper ? diagonal >= k : diagonal <= k;
+}
+
+argument trilu::eval(const shape& out, const std::vector<argument>& in) const {
+    argument result{shape{out.type(), out.lens()}}; // zero-initialised: the dropped elements
+    if (out.elements() == 0) return result;
+    argument data = in.at(0).contiguous();
+    const std::size_t rows = out.lens()[out.rank() - 2];
+    const std::size_t cols = out.lens()[out.rank() - 1];
+    const std::size_t matrices = out.elements() / (rows * cols);
+    visit_storage(out.type(), [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        const S* x = data.typed<S>();
+        S* y = result.typed<S>();
+        for (std::size_t b = 0; b < matrices; ++b)
+            for (std::size_t i = 0; i < rows; ++i)
+                for (std::size_t j = 0; j < cols; ++j) {
+                    const std::size_t e = (b * rows + i) * cols + j;
+                    if (keeps(i, j)) y[e] = x[e];
+                }
+    });
+    return result;
+}
+
 } // namespace conflux::op

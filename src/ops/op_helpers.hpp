@@ -17,6 +17,17 @@ inline std::size_t product(const dims& lens, std::size_t begin, std::size_t end)
     return n;
 }
 
+// lens seen as [outer, n, inner] around `axis`: element (o, j, i) of a row-major tensor is at
+// (o * n + j) * inner + i.
+struct axis_split {
+    std::size_t outer = 1;
+    std::size_t n = 1;
+    std::size_t inner = 1;
+};
+inline axis_split split_at_axis(const dims& lens, std::size_t axis) {
+    return {product(lens, 0, axis), lens.at(axis), product(lens, axis + 1, lens.size())};
+}
+
 inline void check_axis(const std::string& op, std::int64_t axis, std::size_t rank) {
     CONFLUX_USER_CHECK(axis >= 0 && std::size_t(axis) < rank, op, ": axis ", axis,
                        " out of range for rank ", rank, " (axes must be normalised to [0, rank))");

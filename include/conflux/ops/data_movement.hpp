@@ -1,4 +1,4 @@
-// Ops that move data without arithmetic and cannot be views: concat, pad, gather.
+// Ops that move data without arithmetic and cannot be views: concat, pad, gather, trilu.
 #pragma once
 
 #include "conflux/ir/operation.hpp"
@@ -55,6 +55,21 @@ struct gather_elements {
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const gather_elements&) const = default;
+};
+
+// ONNX Trilu on the last two axes (any batch axes before them): element (i, j) is kept where
+// j - i >= k (upper) or j - i <= k (lower), and is zero elsewhere. k may be any value: beyond
+// the matrix it keeps everything or nothing.
+struct trilu {
+    bool upper = true;
+    std::int64_t k = 0;
+    std::string name() const { return "trilu"; }
+    nlohmann::json attributes() const { return {{"upper", upper}, {"k", k}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    // Whether element (row, col) keeps its value.
+    bool keeps(std::size_t row, std::size_t col) const;
+    bool operator==(const trilu&) const = default;
 };
 
 } // namespace conflux::op

@@ -145,6 +145,30 @@ std::string offset(const std::vector<std::string>& index, const dims& lens, cons
     return s.empty() ? "0" : s;
 }
 
+axis_rows rows_along(const shape& x, std::size_t axis) {
+    axis_rows r;
+    r.axis = axis;
+    for (std::size_t a = 0; a < x.rank(); ++a) {
+        if (a == axis) continue;
+        r.lens.push_back(x.lens()[a]);
+        r.names.push_back("a" + std::to_string(a));
+        r.count *= x.lens()[a];
+    }
+    return r;
+}
+
+std::string axis_rows::decompose_row(const std::string& indent) const {
+    return decompose("i", lens, names, indent);
+}
+
+std::string axis_rows::start(const std::string& var, const shape& s,
+                             const std::string& indent) const {
+    dims strides;
+    for (std::size_t a = 0; a < s.rank(); ++a)
+        if (a != axis) strides.push_back(s.strides()[a]);
+    return indent + "const cx_index " + var + " = " + offset(names, lens, strides) + ";\n";
+}
+
 std::string scaled(const std::string& expr, std::size_t factor) {
     return factor == 1 ? expr : expr + " * " + integer_literal(factor);
 }

@@ -1,7 +1,8 @@
 // String building shared by the CUDA generators: integer literals, the include prelude and the
-// kernel signature (every generator); and for the reduce, normalisation, pooling and direct gemm
-// generators the kernel start, index decomposition, strided offsets, 32/64-bit index choice, and
-// how rows of a reduction map onto threads. Generated code names its index type `cx_index`.
+// kernel signature (every generator); and for the reduce, normalisation, pooling, cumsum, top_k
+// and direct gemm generators the kernel start, index decomposition, strided offsets, 32/64-bit
+// index choice, and how rows of a reduction map onto threads. Generated code names its index
+// type `cx_index`.
 #pragma once
 
 #include "conflux/util/errors.hpp"
@@ -121,6 +122,22 @@ struct row_mapping {
     // function object `op` (e.g. "cx_op_add()").
     std::string combine(const std::string& value, const std::string& op) const;
 };
+
+// The rows of a kernel that walks one axis sequentially per thread (cumsum, top_k): a row per
+// position over every other axis, thread `i` taking row `i`.
+struct axis_rows {
+    std::size_t axis = 0;
+    dims lens;                      // the other axes' lens, in order
+    std::vector<std::string> names; // their coordinates' variables
+    std::size_t count = 1;          // rows
+
+    // Declares the coordinates of row `i` (from thread_per_element(count, ...)).
+    std::string decompose_row(const std::string& indent) const;
+    // Declares `const cx_index <var>`: the offset of the row's start in `s` (of the row source's
+    // rank, any strides).
+    std::string start(const std::string& var, const shape& s, const std::string& indent) const;
+};
+axis_rows rows_along(const shape& x, std::size_t axis);
 
 // Picks the mapping. `fastest_axis_reduced`: the input axis with the smallest stride (among axes
 // of len > 1) is one of the reduced ones.

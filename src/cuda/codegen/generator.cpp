@@ -18,6 +18,8 @@ std::map<std::string, generator_fn>& registry() {
         add_reduce_generators();
         add_normalization_generators();
         add_pooling_generators();
+        add_scan_generators();
+        add_top_k_generators();
         add_direct_gemm_generators();
         return true;
     }();

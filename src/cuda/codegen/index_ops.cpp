@@ -1,10 +1,12 @@
-// The index generator's data-movement ops and batch normalisation: value_builder members that
-// read their inputs at positions derived from the output position.
+// The index generator's data-movement ops (trilu among them) and batch normalisation:
+// value_builder members that read their inputs at positions derived from the output position.
 #include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/normalization.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/index_values.hpp"
+
+#include <algorithm>
 
 namespace conflux::cuda::index {
 
@@ -180,6 +182,35 @@ std::string value_builder::batch_norm_value(instruction_ref ins, const index_exp
             compute_literal(t, static_cast<double>(bn.epsilon)) + ")));");
     return declare(t, "cx_narrow<" + storage_type(t) + ">(cx_add(cx_mul(cx_sub(" + x + ", " + mean +
                           "), " + factor + "), " + bias + "))");
+}
+
+std::string value_builder::trilu_value(instruction_ref ins, const index_expr& at) {
+    const auto& t = *ins->get_operator().get_if<op::trilu>();
+    const instruction_ref input = ins->inputs().front();
+    const dims& lens = ins->get_shape().lens();
+    const std::size_t rank = lens.size();
+    const auto axes = w_.axes(at);
+    const std::string& row = axes[rank - 2];
+    const std::string& col = axes[rank - 1];
+    // col - row lies in [-(rows - 1), cols - 1]; a k beyond that keeps all or nothing, so it is
+    // clamped to [-rows, cols], which keeps every literal small.
+    const auto rows = static_cast<std::int64_t>(lens[rank - 2]);
+    const auto cols = static_cast<std::int64_t>(lens[rank - 1]);
+    const std::int64_t k = std::clamp(t.k, -rows, cols);
+    const dtype type = ins->get_shape().type();
+    const auto known_row = constant_of(row);
+    const auto known_col = constant_of(col);
+    if (known_row && known_col)
+        return t.keeps(std::size_t(*known_row), std::size_t(*known_col))
+                   ? value(input, at)
+                   : declare(type, storage_constant(type, 0));
+    const std::string var = w_.fresh("v");
+    w_.line(storage_type(type) + " " + var + " = " + storage_constant(type, 0) + ";");
+    w_.open("if ((" + col + ") - (" + row + ")" + (t.upper ? " >= " : " <= ") +
+            text::decimal_literal(k) + ")");
+    w_.line(var + " = " + value(input, at) + ";");
+    w_.close();
+    return var;
 }
 
 } // namespace conflux::cuda::index

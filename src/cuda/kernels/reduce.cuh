@@ -107,6 +107,18 @@ template <bool Max, bool Last> struct cx_op_arg {
     }
 };
 
+// top_k's rank order (src/ops/top_k.cpp): value a at index ia comes before b at ib when it is
+// larger (smaller unless Largest), NaN counting as larger than every number, and equal values
+// (NaNs among themselves) by the smaller index. A strict total order on (value, index).
+template <bool Largest, class T>
+__device__ __forceinline__ bool cx_top_k_before(T a, long long ia, T b, long long ib) {
+    const bool a_nan = a != a;
+    const bool b_nan = b != b;
+    if (a_nan != b_nan) return Largest ? a_nan : b_nan;
+    if (a_nan || a == b) return ia < ib;
+    return Largest ? a > b : a < b;
+}
+
 template <class T> __device__ __forceinline__ T cx_shfl_xor(T v, int lane_mask) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
