@@ -15,7 +15,10 @@ shape cumsum::compute_shape(const std::vector<shape>& in) const {
 
 argument cumsum::eval(const shape& out, const std::vector<argument>& in) const {
     const argument& x_arg = in.at(0);
-    const auto [outer, n, inner] = split_at_axis(x_arg.get_shape().lens(), std::size_t(axis));
+    // Named variables, not a structured binding: clang 14 (the sanitizer build) cannot capture
+    // structured bindings in the lambda below.
+    const axis_split rows = split_at_axis(x_arg.get_shape().lens(), std::size_t(axis));
+    const std::size_t outer = rows.outer, n = rows.n, inner = rows.inner;
     return visit_compute(x_arg.get_shape().type(), [&](auto tag) -> argument {
         using C = typename decltype(tag)::type;
         const auto x = to_vector<C>(x_arg); // row-major, whatever x's strides

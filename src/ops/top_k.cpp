@@ -38,7 +38,10 @@ shape top_k::compute_shape(const std::vector<shape>& in) const {
 
 argument top_k::eval(const shape& out, const std::vector<argument>& in) const {
     const argument& x_arg = in.at(0);
-    const auto [outer, n, inner] = split_at_axis(x_arg.get_shape().lens(), std::size_t(axis));
+    // Named variables, not a structured binding: clang 14 (the sanitizer build) cannot capture
+    // structured bindings in the lambda below.
+    const axis_split rows = split_at_axis(x_arg.get_shape().lens(), std::size_t(axis));
+    const std::size_t outer = rows.outer, n = rows.n, inner = rows.inner;
     const shape& values_shape = out.sub_shapes().at(0);
     const shape& indices_shape = out.sub_shapes().at(1);
     std::vector<std::int64_t> indices(indices_shape.elements());
