@@ -38,6 +38,7 @@ void add_index_generators();         // index_codegen: pointwise modules, elemen
 void add_reduce_generators();        // reduce_*, softmax, log_softmax, argmax, argmin
 void add_normalization_generators(); // layer_normalization
 void add_pooling_generators();       // max_pool, average_pool
+void add_resize_generators();        // resize
 void add_direct_gemm_generators();   // convolution, dot: simple correct kernels, not tuned
 
 // The kernel for a module of views and index-expressible ops (what a `pointwise` op, a split
