@@ -3,7 +3,8 @@
 // taken: align_corners and tf_crop_and_resize divide by the unrounded output length
 // (scale * input length), and a coordinate that falls exactly on an input position takes the
 // position on its left as the filter's base (ratio 1, not 0), which decides the taps of even
-// filters there.
+// filters there. Where the two differ, the spec wins: pytorch_half_pixel maps the only position
+// of a length-1 output to 0 (the reference implementation uses -0.5; only cubic tells them apart).
 #include "conflux/ops/resize.hpp"
 
 #include "conflux/util/checked_size.hpp"
