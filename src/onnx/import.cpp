@@ -361,6 +361,7 @@ const op_table& onnx_op_table() {
         add_shape_ops(t);
         add_constant_ops(t);
         add_reduce_ops(t);
+        add_resize_ops(t);
         return t;
     }();
     return table;

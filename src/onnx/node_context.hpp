@@ -153,6 +153,7 @@ void add_normalization_ops(op_table& t);
 void add_shape_ops(op_table& t);
 void add_constant_ops(op_table& t);
 void add_reduce_ops(op_table& t);
+void add_resize_ops(op_table& t);
 
 const op_table& onnx_op_table();
 

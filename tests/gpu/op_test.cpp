@@ -10,6 +10,7 @@
 #include "conflux/ops/normalization.hpp"
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/reduce.hpp"
+#include "conflux/ops/resize.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "fused_patterns.hpp"
@@ -184,6 +185,44 @@ TEST(CudaOps, LayoutCopiesAndDataMovement) {
             m.add_return({m.add_instruction(op::gather_elements{1}, {x, i})});
         });
     }
+}
+
+// Resize: the kernel's taps are the reference's tables; every mode over a transposed view
+// (NHWC seen as NCHW) and the crop's extrapolation.
+TEST(CudaOps, Resize) {
+    auto make = [](op::resize_mode mode, op::resize_coordinates c, dims out) {
+        op::resize r;
+        r.mode = mode;
+        r.coordinates = c;
+        r.scales = {1, 1, double(out[2]) / 4, double(out[3]) / 6};
+        r.out_lens = std::move(out);
+        return r;
+    };
+    using enum op::resize_mode;
+    for (dtype t : {dtype::f32, dtype::f16, dtype::bf16})
+        for (auto mode : {nearest, linear, cubic}) {
+            const std::string label = "resize " + std::string(op::resize_mode_name(mode)) + " " +
+                                      std::string(to_string(t));
+            check_case(label, [&](module& m) {
+                auto x = param(m, "x", t, {2, 4, 6, 3});
+                auto nchw = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {x});
+                auto r = make(mode, op::resize_coordinates::half_pixel, {2, 3, 7, 4});
+                m.add_return({m.add_instruction(r, {nchw})});
+            });
+            check_case(label + " antialias", [&](module& m) {
+                auto x = param(m, "x", t, {2, 3, 4, 6});
+                auto r = make(mode, op::resize_coordinates::pytorch_half_pixel, {2, 3, 2, 2});
+                r.antialias = true;
+                m.add_return({m.add_instruction(r, {x})});
+            });
+        }
+    check_case("resize crop i32", [&](module& m) {
+        auto x = param(m, "x", dtype::i32, {1, 2, 4, 6});
+        auto r = make(nearest, op::resize_coordinates::tf_crop_and_resize, {1, 2, 5, 5});
+        r.roi = {0, 0, 0.2, -0.3, 1, 1, 1.3, 0.8};
+        r.extrapolation_value = -7;
+        m.add_return({m.add_instruction(r, {x})});
+    });
 }
 
 // Gather indices read from an input at run time: one out of range of its axis is a user error

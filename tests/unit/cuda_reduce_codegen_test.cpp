@@ -1,11 +1,12 @@
-// The reduce, normalisation, pooling and direct gemm generators: every kernel compiles with NVRTC
-// for sm_90 (no GPU needed) over a spread of ops, dtypes and operand layouts, and launches the
-// way its mapping says. Results are checked against the reference target on a GPU machine.
+// The reduce, normalisation, pooling, resize and direct gemm generators: every kernel compiles with
+// NVRTC for sm_90 (no GPU needed) over a spread of ops, dtypes and operand layouts, and launches
+// the way its mapping says. Results are checked against the reference target on a GPU machine.
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
 #include "conflux/ops/normalization.hpp"
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/reduce.hpp"
+#include "conflux/ops/resize.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
 
@@ -382,6 +383,54 @@ TEST(CudaDirectDot, HugeOperandsUseA64BitIndex) {
     const auto k = compile(dot, {strided(dtype::f16, {70000, 256, 128}, {0, 128, 1}),
                                  strided(dtype::f16, {70000, 128, 256}, {0, 256, 1})});
     EXPECT_TRUE(uses_64bit_index(k));
+}
+
+TEST(CudaResize, EveryModeCompilesForItsDtypes) {
+    using enum op::resize_mode;
+    for (auto mode : {linear, cubic})
+        for (dtype t : {dtype::f32, dtype::f16, dtype::bf16, dtype::f64}) {
+            const auto k = compile(op::resize{.mode = mode,
+                                              .coordinates = op::resize_coordinates::half_pixel,
+                                              .scales = {1, 1, 2, 0.5},
+                                              .out_lens = {1, 3, 8, 2}},
+                                   {shape{t, {1, 3, 4, 4}}});
+            // The batch and channel axes are not resized: no tables for them.
+            EXPECT_EQ(k.code.find("_offset1"), std::string::npos);
+            EXPECT_NE(k.code.find("_weight3"), std::string::npos);
+        }
+    for (dtype t : {dtype::f32, dtype::f16, dtype::i32, dtype::i64, dtype::u8, dtype::boolean}) {
+        const auto k = compile(op::resize{.mode = nearest,
+                                          .coordinates = op::resize_coordinates::asymmetric,
+                                          .scales = {1, 1, 2, 3},
+                                          .out_lens = {1, 2, 4, 6}},
+                               {shape{t, {1, 2, 2, 2}}});
+        EXPECT_EQ(k.code.find("_weight"), std::string::npos); // a copy, no arithmetic
+    }
+}
+
+TEST(CudaResize, StridedOperandsExtrapolationAndAntialias) {
+    // An NHWC input seen as NCHW, written into a transposed output.
+    auto bilinear = op::resize{.mode = op::resize_mode::linear,
+                               .coordinates = op::resize_coordinates::align_corners,
+                               .scales = {1, 1, 2, 2},
+                               .out_lens = {2, 3, 8, 8}};
+    compile(bilinear, {transposed_shape(dtype::f16, {2, 3, 4, 4}, {0, 2, 3, 1})},
+            transposed_shape(dtype::f16, {2, 3, 8, 8}, {0, 2, 3, 1}));
+    auto crop = op::resize{.mode = op::resize_mode::nearest,
+                           .coordinates = op::resize_coordinates::tf_crop_and_resize,
+                           .scales = {1, 0.75},
+                           .out_lens = {2, 3}};
+    crop.roi = {0, 0.5, 1, 1.5};
+    crop.extrapolation_value = 7;
+    const auto k = compile(crop, {shape{dtype::i32, {2, 4}}});
+    EXPECT_NE(k.code.find("_outside1"), std::string::npos);
+    auto antialias = op::resize{.mode = op::resize_mode::cubic,
+                                .coordinates = op::resize_coordinates::pytorch_half_pixel,
+                                .scales = {0.25, 0.25},
+                                .out_lens = {4, 4}};
+    antialias.antialias = true;
+    antialias.exclude_outside = true;
+    compile(antialias, {strided(dtype::bf16, {16, 16}, {1, 16})});
 }
 
 } // namespace

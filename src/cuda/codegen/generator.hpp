@@ -41,6 +41,7 @@ void add_normalization_generators(); // layer_normalization
 void add_pooling_generators();       // max_pool, average_pool
 void add_scan_generators();          // cumsum
 void add_top_k_generators();         // top_k
+void add_resize_generators();        // resize
 void add_direct_gemm_generators();   // convolution, dot: simple correct kernels, not tuned
 
 // The kernel for a module of views and index-expressible ops (what a `pointwise` op, a split
