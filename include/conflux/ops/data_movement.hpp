@@ -1,4 +1,4 @@
-// Ops that move data without arithmetic and cannot be views: concat, pad, gather.
+// Ops that move data without arithmetic and cannot be views: concat, pad, the gathers.
 #pragma once
 
 #include "conflux/ir/operation.hpp"
@@ -55,6 +55,18 @@ struct gather_elements {
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const gather_elements&) const = default;
+};
+
+// ONNX GatherND: each row of the indices (its last axis, of length k) picks the slice
+// data[b..., i0, ..., ik-1] whose batch coordinates b are the row's first `batch_dims` ones.
+// Negative indices count from the end; out-of-range ones are a user error at evaluation.
+struct gather_nd {
+    std::int64_t batch_dims = 0; // non-negative
+    std::string name() const { return "gather_nd"; }
+    nlohmann::json attributes() const { return {{"batch_dims", batch_dims}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const gather_nd&) const = default;
 };
 
 } // namespace conflux::op
