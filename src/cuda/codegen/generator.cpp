@@ -18,6 +18,7 @@ std::map<std::string, generator_fn>& registry() {
         add_reduce_generators();
         add_normalization_generators();
         add_pooling_generators();
+        add_scatter_generators();
         add_direct_gemm_generators();
         return true;
     }();

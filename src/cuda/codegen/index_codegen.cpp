@@ -1,7 +1,7 @@
 // The "index" kernel family: one thread per output element, each computing its element's value
 // by walking the module backwards from the return (index_values.hpp). Pointwise modules, copies
-// of views, contiguous, concat, pad, gather, gather_elements and batch_normalization all compile
-// through generate_module_kernel; a single op is wrapped in a one-instruction module first.
+// of views, contiguous, concat, pad, gather, gather_elements, gather_nd and batch_normalization all
+// compile through generate_module_kernel; a single op is wrapped in a one-instruction module first.
 #include "conflux/ir/program.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "cuda/codegen/generator.hpp"
@@ -163,9 +163,9 @@ void add_index_generators() {
 #define CONFLUX_REGISTER(kind, name, arity) add_generator(name, single_op_kernel);
     CONFLUX_ELEMENTWISE_KINDS(CONFLUX_REGISTER)
 #undef CONFLUX_REGISTER
-    for (const char* name :
-         {"reshape", "transpose", "squeeze", "unsqueeze", "flatten", "broadcast", "slice",
-          "contiguous", "concat", "pad", "gather", "gather_elements", "batch_normalization"})
+    for (const char* name : {"reshape", "transpose", "squeeze", "unsqueeze", "flatten", "broadcast",
+                             "slice", "contiguous", "concat", "pad", "gather", "gather_elements",
+                             "gather_nd", "batch_normalization"})
         add_generator(name, single_op_kernel);
 }
 
