@@ -1,10 +1,11 @@
 // Ops that rearrange data: views (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand,
-// Slice, Split, Tile) and the data movers (Concat, Pad, Gather, GatherElements, Trilu). Their shape
-// operands (Reshape's shape, Slice's starts, ...) must be constants: Conflux programs have
-// static shapes.
+// Slice, Split, Tile) and the data movers (Concat, Pad, Gather, GatherElements, GatherND,
+// ScatterND, ScatterElements, Scatter, Trilu). Their shape operands (Reshape's shape, Slice's starts,
+// ...) must be constants: Conflux programs have static shapes.
 #include "onnx/node_context.hpp"
 
 #include "conflux/ops/data_movement.hpp"
+#include "conflux/ops/scatter.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/util/checked_size.hpp"
 
@@ -242,31 +243,86 @@ outputs build_pad(node_context& c) {
 }
 
 // Constant indices are checked here, naming the node: out of range, the reference would
-// refuse them only when run, and a GPU kernel must not be handed them at all.
-void check_constant_indices(node_context& c, std::size_t len, std::int64_t axis) {
+// refuse them only when run, and a GPU kernel must not be handed them at all. `axis_of(i)`: the
+// axis of `data_lens` that element i of the indices (row-major) indexes.
+template <class AxisOf>
+void check_constant_indices(node_context& c, const dims& data_lens, AxisOf axis_of) {
     auto v = c.constant_input(1);
     if (!v || !is_integral(v->get_shape().type()) || v->get_shape().type() == dtype::boolean)
         return;
-    const auto n = std::int64_t(len);
     auto idx = to_vector<std::int64_t>(*v);
-    for (std::size_t i = 0; i < idx.size(); ++i)
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+        const std::size_t axis = axis_of(i);
+        const std::size_t len = data_lens[axis];
+        const auto n = std::int64_t(len);
         if (idx[i] < -n || idx[i] >= n)
             c.fail("index ", idx[i], " (element ", i, " of the indices) is out of range [", -n,
                    ", ", n, ") for axis ", axis, " of length ", len);
+    }
+}
+
+void check_constant_indices(node_context& c, const dims& data_lens, std::int64_t axis) {
+    check_constant_indices(c, data_lens, [&](std::size_t) { return std::size_t(axis); });
+}
+
+// GatherND and ScatterND: element i of the indices is component i % k of its row, k the length
+// of their last axis; that component indexes data axis first_axis + i % k. Called once the op's
+// shape is known to be valid.
+void check_constant_index_rows(node_context& c, std::size_t first_axis) {
+    const std::size_t k = c.input_shape(1).lens().back();
+    check_constant_indices(c, c.input_shape(0).lens(),
+                           [&](std::size_t i) { return first_axis + i % k; });
 }
 
 outputs build_gather(node_context& c) {
     auto x = c.input(0);
     auto axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
-    check_constant_indices(c, x->get_shape().lens()[std::size_t(axis)], axis);
+    check_constant_indices(c, x->get_shape().lens(), axis);
     return {c.add(op::gather{axis}, {x, c.input(1)})};
 }
 
 outputs build_gather_elements(node_context& c) {
     auto x = c.input(0);
     auto axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
-    check_constant_indices(c, x->get_shape().lens()[std::size_t(axis)], axis);
+    check_constant_indices(c, x->get_shape().lens(), axis);
     return {c.add(op::gather_elements{axis}, {x, c.input(1)})};
+}
+
+outputs build_gather_nd(node_context& c) {
+    const auto batch_dims = c.opset() < 12 ? 0 : c.attr_int("batch_dims", 0);
+    if (batch_dims < 0) c.fail("batch_dims must not be negative, got ", batch_dims);
+    auto y = c.add(op::gather_nd{batch_dims}, {c.input(0), c.input(1)});
+    check_constant_index_rows(c, std::size_t(batch_dims));
+    return {y};
+}
+
+// The reduction attribute: none before opset 16, add and mul since, max and min since 18.
+op::scatter_reduction scatter_reduction_of(node_context& c) {
+    const std::string name = c.attr_string("reduction", "none");
+    const auto r = op::parse_scatter_reduction(name);
+    if (!r) c.fail("unknown reduction '", name, "' (none, add, mul, max or min)");
+    const std::int64_t since =
+        *r == op::scatter_reduction::none                                      ? 0
+        : *r == op::scatter_reduction::add || *r == op::scatter_reduction::mul ? 16
+                                                                               : 18;
+    if (c.opset() < since) c.fail("reduction '", name, "' needs opset ", since, " or later");
+    return *r;
+}
+
+outputs build_scatter_nd(node_context& c) {
+    auto y = c.add(op::scatter_nd{scatter_reduction_of(c)}, {c.input(0), c.input(1), c.input(2)});
+    check_constant_index_rows(c, 0);
+    return {y};
+}
+
+// ScatterElements, and Scatter, its name before opset 11.
+outputs build_scatter_elements(node_context& c) {
+    auto x = c.input(0);
+    auto axis = c.normalize_axis(c.attr_int("axis", 0), x->get_shape().rank());
+    auto y =
+        c.add(op::scatter_elements{axis, scatter_reduction_of(c)}, {x, c.input(1), c.input(2)});
+    check_constant_indices(c, x->get_shape().lens(), axis);
+    return {y};
 }
 
 outputs build_split(node_context& c) {
@@ -371,6 +427,10 @@ void add_shape_ops(op_table& t) {
     t["Pad"] = {1, 4, build_pad};
     t["Gather"] = {2, 2, build_gather};
     t["GatherElements"] = {2, 2, build_gather_elements};
+    t["GatherND"] = {2, 2, build_gather_nd};
+    t["ScatterND"] = {3, 3, build_scatter_nd};
+    t["ScatterElements"] = {3, 3, build_scatter_elements};
+    t["Scatter"] = {3, 3, build_scatter_elements};
     t["Split"] = {1, 2, build_split};
     t["Tile"] = {2, 2, build_tile};
     t["Trilu"] = {1, 2, build_trilu};

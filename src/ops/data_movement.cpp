@@ -3,30 +3,23 @@
 // the result is bit-exact for every dtype, NaN payloads included.
 #include "conflux/ops/data_movement.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "conflux/util/checked_size.hpp"
+#include "index_checks.hpp"
 #include "op_helpers.hpp"
 
 namespace conflux::op {
 
 namespace {
 
-void check_indices_type(const std::string& op, const shape& indices) {
-    CONFLUX_USER_CHECK(is_integral(indices.type()) && indices.type() != dtype::boolean, op,
-                       ": indices must have an integer type, got ", to_string(indices.type()));
-}
-
-// Reads the indices and maps each into [0, len), counting negative ones from the end.
+// Reads the indices of `axis` and maps each into [0, len).
 std::vector<std::int64_t> normalised_indices(const std::string& op, const argument& indices,
-                                             std::size_t len) {
+                                             std::size_t len, std::size_t axis) {
     auto idx = to_vector<std::int64_t>(indices);
-    auto n = std::int64_t(len);
-    for (auto& i : idx) {
-        CONFLUX_USER_CHECK(i >= -n && i < n, op, ": index ", i, " out of range [", -n, ", ", n,
-                           ") for an axis of length ", len);
-        if (i < 0) i += n;
-    }
+    for (auto& i : idx)
+        i = std::int64_t(normalised_index(op, i, len, axis));
     return idx;
 }
 
@@ -207,7 +200,7 @@ argument gather::eval(const shape& out, const std::vector<argument>& in) const {
     const shape& ds = in.at(0).get_shape();
     auto ax = std::size_t(axis);
     std::size_t n = ds.lens().at(ax);
-    auto idx = normalised_indices(name(), in.at(1), n);
+    auto idx = normalised_indices(name(), in.at(1), n, ax);
     argument result{shape{out.type(), out.lens()}};
     std::size_t outer = product(ds.lens(), 0, ax);
     std::size_t inner = product(ds.lens(), ax + 1, ds.rank());
@@ -246,7 +239,7 @@ shape gather_elements::compute_shape(const std::vector<shape>& in) const {
 argument gather_elements::eval(const shape& out, const std::vector<argument>& in) const {
     const shape& ds = in.at(0).get_shape();
     auto ax = std::size_t(axis);
-    auto idx = normalised_indices(name(), in.at(1), ds.lens().at(ax));
+    auto idx = normalised_indices(name(), in.at(1), ds.lens().at(ax), ax);
     argument result{shape{out.type(), out.lens()}};
     if (idx.empty()) return result;
     argument data = in[0].contiguous();
@@ -308,6 +301,60 @@ argument trilu::eval(const shape& out, const std::vector<argument>& in) const {
                     if (keeps(i, j)) y[e] = x[e];
                 }
     });
+    return result;
+}
+
+// ---- gather_nd ----
+
+shape gather_nd::compute_shape(const std::vector<shape>& in) const {
+    check_input_count(name(), in, 2);
+    const shape& data = in[0];
+    const shape& indices = in[1];
+    check_indices_type(name(), indices);
+    const std::size_t r = data.rank();
+    const std::size_t q = indices.rank();
+    CONFLUX_USER_CHECK(r >= 1 && q >= 1, name(), ": data and indices need rank 1 or more, got ", r,
+                       " and ", q);
+    CONFLUX_USER_CHECK(batch_dims >= 0 && std::size_t(batch_dims) < std::min(r, q), name(),
+                       ": batch_dims ", batch_dims, " must be less than the ranks of data (", r,
+                       ") and indices (", q, ")");
+    const auto b = std::size_t(batch_dims);
+    for (std::size_t d = 0; d < b; ++d)
+        CONFLUX_USER_CHECK(data.lens()[d] == indices.lens()[d], name(), ": indices [",
+                           to_string(indices.lens()), "] and data [", to_string(data.lens()),
+                           "] differ in batch axis ", d);
+    const std::size_t k = indices.lens().back();
+    CONFLUX_USER_CHECK(k >= 1 && k <= r - b, name(), ": the indices' last axis has length ", k,
+                       " but must be in [1, ", r - b, "] (data rank ", r, " less batch_dims ", b,
+                       ")");
+    dims lens(indices.lens().begin(), indices.lens().end() - 1);
+    lens.insert(lens.end(), data.lens().begin() + std::ptrdiff_t(b + k), data.lens().end());
+    return {data.type(), lens};
+}
+
+argument gather_nd::eval(const shape& out, const std::vector<argument>& in) const {
+    const shape& ds = in.at(0).get_shape();
+    const shape& is = in.at(1).get_shape();
+    const auto b = std::size_t(batch_dims);
+    const std::size_t k = is.lens().back();
+    argument result{shape{out.type(), out.lens()}};
+    const auto idx = to_vector<std::int64_t>(in[1]);
+    const std::size_t rows = idx.size() / std::max<std::size_t>(k, 1);
+    const std::size_t rows_per_batch = product(is.lens(), b, is.rank() - 1);
+    const dims strides = shape::standard_strides(ds.lens());
+    const std::size_t batch_block = b == 0 ? 0 : strides[b - 1];
+    const std::size_t esize = size_of(ds.type());
+    const std::size_t slice = product(ds.lens(), b + k, ds.rank()) * esize;
+    argument data = in[0].contiguous();
+    for (std::size_t row = 0; row < rows; ++row) {
+        // Every index is checked, even where there is nothing to copy.
+        std::size_t from = rows_per_batch == 0 ? 0 : (row / rows_per_batch) * batch_block;
+        for (std::size_t j = 0; j < k; ++j) {
+            from += normalised_index(name(), idx[row * k + j], ds.lens()[b + j], b + j) *
+                    strides[b + j];
+        }
+        if (slice != 0) std::memcpy(result.data() + row * slice, data.data() + from * esize, slice);
+    }
     return result;
 }
 

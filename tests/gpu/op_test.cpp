@@ -11,6 +11,7 @@
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/resize.hpp"
+#include "conflux/ops/scatter.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "fused_patterns.hpp"
@@ -184,6 +185,42 @@ TEST(CudaOps, LayoutCopiesAndDataMovement) {
             auto i = param(m, "i", dtype::i64, {4, 2});
             m.add_return({m.add_instruction(op::gather_elements{1}, {x, i})});
         });
+        // Random indices are 0..3: in range here, with duplicates, so the order of updates
+        // matters for every reduction.
+        check_case("gather_nd " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {4, 5, 6});
+            auto i = param(m, "i", dtype::i64, {3, 2, 2});
+            m.add_return({m.add_instruction(op::gather_nd{}, {x, i})});
+        });
+        check_case("gather_nd batch_dims 1 " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {3, 4, 5});
+            auto i = param(m, "i", dtype::i32, {3, 2, 1});
+            m.add_return({m.add_instruction(op::gather_nd{1}, {x, i})});
+        });
+        for (auto red :
+             {op::scatter_reduction::none, op::scatter_reduction::add, op::scatter_reduction::mul,
+              op::scatter_reduction::max, op::scatter_reduction::min}) {
+            const std::string rs(op::scatter_reduction_name(red));
+            check_case("scatter_nd " + rs + " of transposed " + ts, [&](module& m) {
+                auto x = param(m, "x", t, {6, 5, 4});
+                auto tr = m.add_instruction(op::transpose{{2, 1, 0}}, {x});
+                auto i = param(m, "i", dtype::i64, {3, 2, 1});
+                auto u = param(m, "u", t, {3, 2, 5, 6});
+                m.add_return({m.add_instruction(op::scatter_nd{red}, {tr, i, u})});
+            });
+            check_case("scatter_nd elements " + rs + " " + ts, [&](module& m) {
+                auto x = param(m, "x", t, {4, 5});
+                auto i = param(m, "i", dtype::i32, {7, 2});
+                auto u = param(m, "u", t, {7});
+                m.add_return({m.add_instruction(op::scatter_nd{red}, {x, i, u})});
+            });
+            check_case("scatter_elements " + rs + " " + ts, [&](module& m) {
+                auto x = param(m, "x", t, {5, 6});
+                auto i = param(m, "i", dtype::i64, {3, 4});
+                auto u = param(m, "u", t, {3, 4});
+                m.add_return({m.add_instruction(op::scatter_elements{1, red}, {x, i, u})});
+            });
+        }
     }
 }
 
@@ -225,15 +262,25 @@ TEST(CudaOps, Resize) {
     });
 }
 
-// Gather indices read from an input at run time: one out of range of its axis is a user error
-// (as in the reference), not the clamped element; the next run with valid indices is right.
+// Gather and scatter indices read from an input at run time: one out of range of its axis is a
+// user error (as in the reference), not the clamped element; the next run with valid indices is
+// right.
 TEST(CudaOps, GatherIndexOutOfRangeIsAUserError) {
-    for (bool elements : {false, true}) {
+    for (std::string name :
+         {"gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd"}) {
         auto build = [&](module& m) {
             auto x = param(m, "x", dtype::f32, {5, 6});
             auto i = param(m, "i", dtype::i64, {5, 2});
-            m.add_return({elements ? m.add_instruction(op::gather_elements{1}, {x, i})
-                                   : m.add_instruction(op::gather{1}, {x, i})});
+            if (name == "gather") m.add_return({m.add_instruction(op::gather{1}, {x, i})});
+            if (name == "gather_elements")
+                m.add_return({m.add_instruction(op::gather_elements{1}, {x, i})});
+            if (name == "gather_nd") m.add_return({m.add_instruction(op::gather_nd{}, {x, i})});
+            if (name == "scatter_elements")
+                m.add_return({m.add_instruction(op::scatter_elements{1},
+                                                {x, i, param(m, "u", dtype::f32, {5, 2})})});
+            if (name == "scatter_nd")
+                m.add_return(
+                    {m.add_instruction(op::scatter_nd{}, {x, i, param(m, "u", dtype::f32, {5})})});
         };
         program source;
         build(source.main());
@@ -245,6 +292,10 @@ TEST(CudaOps, GatherIndexOutOfRangeIsAUserError) {
         for (std::size_t k = 0; k < xs.size(); ++k)
             xs[k] = float(k);
         ref::parameter_map params{{"x", from_vector<float>(dtype::f32, {5, 6}, xs)}};
+        if (name == "scatter_elements")
+            params["u"] = from_vector<float>(dtype::f32, {5, 2}, std::vector<float>(10, -1.0f));
+        if (name == "scatter_nd")
+            params["u"] = from_vector<float>(dtype::f32, {5}, std::vector<float>(5, -1.0f));
         for (std::int64_t bad : {std::int64_t{6}, std::int64_t{-7}, std::int64_t{1} << 40}) {
             params["i"] =
                 from_vector<std::int64_t>(dtype::i64, {5, 2}, {0, 1, 2, 3, 4, 5, -1, -6, 2, bad});
@@ -255,7 +306,7 @@ TEST(CudaOps, GatherIndexOutOfRangeIsAUserError) {
                 msg = e.what();
             }
             EXPECT_NE(msg.find("out of range"), std::string::npos) << bad << ": " << msg;
-            EXPECT_NE(msg.find(elements ? "gather_elements" : "gather"), std::string::npos) << msg;
+            EXPECT_NE(msg.find(name), std::string::npos) << msg;
         }
         params["i"] =
             from_vector<std::int64_t>(dtype::i64, {5, 2}, {0, 1, 2, 3, 4, 5, -1, -6, 2, 5});

@@ -226,6 +226,68 @@ TEST(bad_shapes, constant_gather_indices_out_of_range_are_refused_at_import) {
     EXPECT_NO_THROW(ok.import());
 }
 
+TEST(bad_shapes, constant_nd_and_scatter_indices_out_of_range_are_refused_at_import) {
+    {
+        model_builder b;
+        b.input("x", TensorProto::FLOAT, {2, 3});
+        b.initializer_i64("i", {2, 2}, {1, -3, 0, 3});
+        b.node("GatherND", {"x", "i"}, {"y"}, "g");
+        b.output("y");
+        EXPECT_EQ(import_error(b), "GatherND (node 'g', opset 17): index 3 (element 3 of the "
+                                   "indices) is out of range [-3, 3) for axis 1 of length 3");
+    }
+    {
+        model_builder b;
+        b.input("x", TensorProto::FLOAT, {4});
+        b.initializer_i64("i", {2, 1}, {0, -5});
+        b.input("u", TensorProto::FLOAT, {2});
+        b.node("ScatterND", {"x", "i", "u"}, {"y"}, "s");
+        b.output("y");
+        EXPECT_EQ(import_error(b), "ScatterND (node 's', opset 17): index -5 (element 1 of the "
+                                   "indices) is out of range [-4, 4) for axis 0 of length 4");
+    }
+    {
+        model_builder b;
+        b.input("x", TensorProto::FLOAT, {2, 2});
+        b.initializer_i64("i", {1, 2}, {0, 2});
+        b.input("u", TensorProto::FLOAT, {1, 2});
+        set_int(b.node("ScatterElements", {"x", "i", "u"}, {"y"}, "se"), "axis", 1);
+        b.output("y");
+        EXPECT_EQ(import_error(b), "ScatterElements (node 'se', opset 17): index 2 (element 1 "
+                                   "of the indices) is out of range [-2, 2) for axis 1 of length "
+                                   "2");
+    }
+    // The indices' last axis longer than the data's rank: the shape error comes first.
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {4});
+    b.initializer_i64("i", {1, 2}, {0, 0});
+    b.node("GatherND", {"x", "i"}, {"y"}, "g");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "node 'g' (GatherND): gather_nd: the indices' last axis has "
+                               "length 2 but must be in [1, 1] (data rank 1 less batch_dims 0)");
+}
+
+TEST(bad_shapes, scatter_reductions_are_checked_against_the_opset) {
+    auto scatter = [](std::int64_t opset, const std::string& reduction) {
+        model_builder b(opset);
+        b.input("x", TensorProto::FLOAT, {4});
+        b.input("i", TensorProto::INT64, {2, 1});
+        b.input("u", TensorProto::FLOAT, {2});
+        set_string(b.node("ScatterND", {"x", "i", "u"}, {"y"}, "s"), "reduction", reduction);
+        b.output("y");
+        return b;
+    };
+    EXPECT_EQ(import_error(scatter(18, "sum")),
+              "ScatterND (node 's', opset 18): unknown reduction 'sum' (none, add, mul, max or "
+              "min)");
+    EXPECT_EQ(import_error(scatter(17, "max")),
+              "ScatterND (node 's', opset 17): reduction 'max' needs opset 18 or later");
+    EXPECT_EQ(import_error(scatter(13, "add")),
+              "ScatterND (node 's', opset 13): reduction 'add' needs opset 16 or later");
+    EXPECT_NO_THROW(scatter(18, "min").import());
+    EXPECT_NO_THROW(scatter(16, "mul").import());
+}
+
 // A 1x1 convolution over [1, 1, 2^20, 2^20]: 2^40 output elements, within the bound, but more
 // thread blocks than any CUDA grid can have for every perf config. That is a user error saying
 // so, not an internal error.

@@ -1,7 +1,8 @@
 // The index kernel family (pointwise modules, copies of views, concat, pad, gather,
-// gather_elements, batch_normalization): every kernel compiles with NVRTC for sm_90 (no GPU
-// needed), and the index arithmetic of the f32 kernels is checked against the reference target
-// by running the generated code on a small host emulator of the CUDA subset those kernels use.
+// gather_elements, gather_nd, batch_normalization): every kernel compiles with NVRTC for sm_90
+// (no GPU needed), and the index arithmetic of the f32 kernels is checked against the reference
+// target by running the generated code on a small host emulator of the CUDA subset those kernels
+// use.
 #include "conflux/ir/program.hpp"
 #include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/dot.hpp"
@@ -12,6 +13,7 @@
 #include "conflux/ref/evaluate.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
+#include "unit/expect_compiles.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,33 +26,6 @@
 
 namespace conflux::cuda {
 namespace {
-
-// ---- compiling ------------------------------------------------------------------------------
-
-// One NVRTC run for many kernels (each generated file is a complete translation unit with its
-// own names, so they concatenate); on failure each is compiled alone to name the culprit.
-void expect_compiles(const std::vector<kernel_source>& kernels) {
-    ASSERT_FALSE(kernels.empty());
-    kernel_source all;
-    all.entry = kernels.front().entry + "_and_others";
-    for (const auto& k : kernels)
-        all.code += k.code + "\n";
-    try {
-        const compiled_kernel c = nvrtc_compile(all, "sm_90");
-        EXPECT_GT(c.cubin.size(), 4u);
-        EXPECT_EQ(c.log, "") << "generated code should compile without warnings";
-    } catch (const internal_error&) {
-        for (const auto& k : kernels) {
-            try {
-                nvrtc_compile(k, "sm_90");
-            } catch (const internal_error& e) {
-                ADD_FAILURE() << e.what() << "\n---- generated code ----\n" << k.code;
-                return;
-            }
-        }
-        ADD_FAILURE() << "the kernels compile one by one but not together";
-    }
-}
 
 std::size_t count(const std::string& text, const std::string& what) {
     std::size_t n = 0;
@@ -502,7 +477,7 @@ TEST(CudaIndexCodegen, EveryGeneratorOfTheFamilyIsRegistered) {
         EXPECT_NE(find_generator(std::string(op::to_string(k))), nullptr) << op::to_string(k);
     for (const char* name : {"pointwise", "reshape", "transpose", "squeeze", "unsqueeze", "flatten",
                              "broadcast", "slice", "contiguous", "concat", "pad", "gather",
-                             "gather_elements", "batch_normalization"})
+                             "gather_elements", "gather_nd", "batch_normalization"})
         EXPECT_NE(find_generator(name), nullptr) << name;
 }
 
@@ -772,6 +747,15 @@ TEST(CudaIndexCodegen, ConcatPadGatherMatchTheReference) {
           single(op::gather_elements{0}));
     check("gather_elements_axis1", {distinct(f32({2, 4})), elements},
           single(op::gather_elements{1}));
+    // Rows of 2 indices into [3, 4, 5] (slices of 5), and batch_dims 1 with rows of 1.
+    argument rows{shape{dtype::i64, {3, 2}}};
+    const std::int64_t rw[] = {2, -1, 0, 3, -3, 1};
+    std::memcpy(rows.data(), rw, sizeof rw);
+    check("gather_nd", {distinct(f32({3, 4, 5}, {1, 3, 12})), rows}, single(op::gather_nd{}));
+    argument batched{shape{dtype::i32, {3, 2, 1}}};
+    const std::int32_t bt[] = {3, 0, -1, 2, 1, 1};
+    std::memcpy(batched.data(), bt, sizeof bt);
+    check("gather_nd_batch_dims_1", {distinct(f32({3, 4, 5})), batched}, single(op::gather_nd{1}));
     // Several of these in one module, sharing the index space.
     check("pad_of_concat_of_slices", {distinct(f32({4, 5}))},
           [](module& m, std::vector<instruction_ref> in) {

@@ -1,25 +1,17 @@
 #include "conflux/ops/data_movement.hpp"
 
+#include "unit/data_movement_helpers.hpp"
 #include "unit/test_helpers.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace conflux;
+using test::f32;
+using test::i64;
 using test::run_op;
+using test::values;
 
 namespace {
-
-argument f32(const dims& lens, const std::vector<float>& v) {
-    return from_vector<float>(dtype::f32, lens, v);
-}
-
-argument i64(const dims& lens, const std::vector<std::int64_t>& v) {
-    return from_vector<std::int64_t>(dtype::i64, lens, v);
-}
-
-std::vector<float> values(const argument& a) {
-    return to_vector<float>(a);
-}
 
 // Expects a user_error whose message starts with `prefix`.
 template <class F> void expect_user_error(F&& f, const std::string& prefix) {
@@ -222,4 +214,47 @@ TEST(data_movement, gather_elements_strided_inputs_and_errors) {
             op::gather_elements{0}.compute_shape({d.get_shape(), shape{dtype::i64, {2, 4}}});
         },
         "gather_elements");
+}
+
+TEST(data_movement, gather_nd_onnx_examples_and_negative_indices) {
+    auto d = f32({2, 2}, {0, 1, 2, 3});
+    EXPECT_EQ(values(run_op(op::gather_nd{}, {d, i64({2, 2}, {0, 0, 1, 1})})),
+              (std::vector<float>{0, 3}));
+    EXPECT_EQ(values(run_op(op::gather_nd{}, {d, i64({2, 2}, {-2, 0, -1, -1})})),
+              (std::vector<float>{0, 3}));
+    auto rows = run_op(op::gather_nd{}, {d, i64({2, 1}, {1, 0})});
+    EXPECT_EQ(rows.get_shape().lens(), (dims{2, 2}));
+    EXPECT_EQ(values(rows), (std::vector<float>{2, 3, 0, 1}));
+}
+
+TEST(data_movement, gather_nd_batch_dims_1) {
+    auto d = f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+    auto r = run_op(op::gather_nd{1}, {d, i64({2, 1}, {1, 0})});
+    EXPECT_EQ(r.get_shape().lens(), (dims{2, 2}));
+    EXPECT_EQ(values(r), (std::vector<float>{2, 3, 4, 5}));
+    // Batch 0 picks d[0][1][0], batch 1 d[1][0][1] and d[1][1][1].
+    auto e = run_op(op::gather_nd{1}, {d, i64({2, 1, 2}, {1, 0, 0, 1})});
+    EXPECT_EQ(e.get_shape().lens(), (dims{2, 1}));
+    EXPECT_EQ(values(e), (std::vector<float>{2, 5}));
+}
+
+TEST(data_movement, gather_nd_transposed_inputs_and_errors) {
+    // Logical [[0, 1], [2, 3]] and indices [[1, 1], [0, 1]], both stored column-major.
+    auto d = f32({2, 2}, {0, 2, 1, 3}).view(shape{dtype::f32, {2, 2}, {1, 2}});
+    auto idx = i64({2, 2}, {1, 0, 1, 1}).view(shape{dtype::i64, {2, 2}, {1, 2}});
+    EXPECT_EQ(values(run_op(op::gather_nd{}, {d, idx})), (std::vector<float>{3, 1}));
+    EXPECT_EQ(test::user_error_of([&] {
+                  run_op(op::gather_nd{}, {d, i64({1, 2}, {0, 2})});
+              }),
+              "gather_nd: index 2 out of range [-2, 2) for axis 1 of length 2");
+    EXPECT_EQ(test::user_error_of([&] {
+                  op::gather_nd{}.compute_shape({d.get_shape(), shape{dtype::i64, {1, 3}}});
+              }),
+              "gather_nd: the indices' last axis has length 3 but must be in [1, 2] (data rank 2 "
+              "less batch_dims 0)");
+    EXPECT_EQ(
+        test::user_error_of([&] {
+            op::gather_nd{1}.compute_shape({shape{dtype::f32, {2, 3}}, shape{dtype::i64, {3, 1}}});
+        }),
+        "gather_nd: indices [3,1] and data [2,3] differ in batch axis 0");
 }

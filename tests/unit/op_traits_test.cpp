@@ -10,6 +10,7 @@
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/resize.hpp"
+#include "conflux/ops/scatter.hpp"
 #include "conflux/ops/views.hpp"
 
 #include <gtest/gtest.h>
@@ -50,6 +51,9 @@ std::vector<operation> all_ops() {
                                op::gather{},
                                op::gather_elements{},
                                op::resize{},
+                               op::gather_nd{},
+                               op::scatter_nd{},
+                               op::scatter_elements{},
                                op::get_tuple_elem{}};
     for (auto kind :
          {op::reduce_kind::sum, op::reduce_kind::mean, op::reduce_kind::max, op::reduce_kind::min,

@@ -1,4 +1,4 @@
-// Ops that move data without arithmetic and cannot be views: concat, pad, gather, trilu.
+// Ops that move data without arithmetic and cannot be views: concat, pad, the gathers, trilu.
 #pragma once
 
 #include "conflux/ir/operation.hpp"
@@ -70,6 +70,18 @@ struct trilu {
     // Whether element (row, col) keeps its value.
     bool keeps(std::size_t row, std::size_t col) const;
     bool operator==(const trilu&) const = default;
+};
+
+// ONNX GatherND: each row of the indices (its last axis, of length k) picks the slice
+// data[b..., i0, ..., ik-1] whose batch coordinates b are the row's first `batch_dims` ones.
+// Negative indices count from the end; out-of-range ones are a user error at evaluation.
+struct gather_nd {
+    std::int64_t batch_dims = 0; // non-negative
+    std::string name() const { return "gather_nd"; }
+    nlohmann::json attributes() const { return {{"batch_dims", batch_dims}}; }
+    shape compute_shape(const std::vector<shape>& in) const;
+    argument eval(const shape& out, const std::vector<argument>& in) const;
+    bool operator==(const gather_nd&) const = default;
 };
 
 } // namespace conflux::op

@@ -62,16 +62,18 @@ std::vector<std::string> buffer_parameters(const std::vector<shape>& inputs,
     return params;
 }
 
-std::string kernel_begin(const kernel_request& r, const std::string& index) {
-    return include_prelude({"types.cuh", "reduce.cuh"}) + suppress_unused_warnings + "typedef " +
-           index + " cx_index;\n\n" +
-           kernel_signature(r.entry, buffer_parameters(r.inputs, r.outputs)) + " {\n";
+std::string kernel_begin(const kernel_request& r, const std::string& index,
+                         const std::vector<std::string>& headers) {
+    return include_prelude(headers) + suppress_unused_warnings + "typedef " + index +
+           " cx_index;\n\n" + kernel_signature(r.entry, buffer_parameters(r.inputs, r.outputs)) +
+           " {\n";
 }
 
-kernel_source make_kernel(const kernel_request& r, const std::string& body, launch_dims launch) {
+kernel_source make_kernel(const kernel_request& r, const std::string& body, launch_dims launch,
+                          const std::vector<std::string>& headers) {
     kernel_source k;
     k.entry = r.entry;
-    k.code = kernel_begin(r, index_type(r)) + body + "}\n";
+    k.code = kernel_begin(r, index_type(r), headers) + body + "}\n";
     k.launch = launch;
     return k;
 }

@@ -39,13 +39,18 @@ std::string kernel_signature(const std::string& entry, const std::vector<std::st
 std::vector<std::string> buffer_parameters(const std::vector<shape>& inputs,
                                            const std::vector<shape>& outputs);
 
-// The start of every kernel of the reduce, normalisation, pooling and direct gemm generators: the
-// includes, `typedef <index> cx_index;`, and `extern "C" __global__ void <entry>(const S0* in0,
-// ..., S* out0, ...)` up to and including the opening brace.
-std::string kernel_begin(const kernel_request& r, const std::string& index);
+// The device headers the reduce, normalisation, pooling and direct gemm kernels include.
+inline const std::vector<std::string> reduce_headers = {"types.cuh", "reduce.cuh"};
 
-// The kernel `kernel_begin(r, index_type(r)) + body + "}"` launched as `launch`.
-kernel_source make_kernel(const kernel_request& r, const std::string& body, launch_dims launch);
+// The start of every kernel of the reduce, normalisation, pooling, scatter and direct gemm
+// generators: the includes of `headers`, `typedef <index> cx_index;`, and `extern "C" __global__
+// void <entry>(const S0* in0, ..., S* out0, ...)` up to and including the opening brace.
+std::string kernel_begin(const kernel_request& r, const std::string& index,
+                         const std::vector<std::string>& headers = reduce_headers);
+
+// The kernel `kernel_begin(r, index_type(r), headers) + body + "}"` launched as `launch`.
+kernel_source make_kernel(const kernel_request& r, const std::string& body, launch_dims launch,
+                          const std::vector<std::string>& headers = reduce_headers);
 
 // A kernel that does nothing, for requests whose outputs have no elements; launches no block.
 kernel_source empty_kernel(const kernel_request& r);

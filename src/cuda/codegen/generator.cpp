@@ -21,6 +21,7 @@ std::map<std::string, generator_fn>& registry() {
         add_scan_generators();
         add_top_k_generators();
         add_resize_generators();
+        add_scatter_generators();
         add_direct_gemm_generators();
         return true;
     }();

@@ -34,7 +34,7 @@ kernel_source generate_kernel(const kernel_request& request);
 
 // Each generator family registers its ops; generator.cpp calls these once, in one visible list.
 void add_index_generators();         // index_codegen: pointwise modules, elementwise, copies of
-                                     // views, contiguous, concat, pad, gather, trilu,
+                                     // views, contiguous, concat, pad, the gathers, trilu,
                                      // batch_normalization
 void add_reduce_generators();        // reduce_*, softmax, log_softmax, argmax, argmin
 void add_normalization_generators(); // layer_normalization
@@ -42,6 +42,7 @@ void add_pooling_generators();       // max_pool, average_pool
 void add_scan_generators();          // cumsum
 void add_top_k_generators();         // top_k
 void add_resize_generators();        // resize
+void add_scatter_generators();       // scatter_nd, scatter_elements
 void add_direct_gemm_generators();   // convolution, dot: simple correct kernels, not tuned
 
 // The kernel for a module of views and index-expressible ops (what a `pointwise` op, a split

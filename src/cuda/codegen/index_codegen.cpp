@@ -1,8 +1,8 @@
 // The "index" kernel family: one thread per output element, each computing its element's value
 // by walking the module backwards from the return (index_values.hpp). Pointwise modules, copies
-// of views, contiguous, concat, pad, gather, gather_elements, trilu and batch_normalization all
-// compile
-// through generate_module_kernel; a single op is wrapped in a one-instruction module first.
+// of views, contiguous, concat, pad, gather, gather_elements, gather_nd, trilu and
+// batch_normalization all compile through generate_module_kernel; a single op is wrapped in a
+// one-instruction module first.
 #include "conflux/ir/program.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "cuda/codegen/generator.hpp"
@@ -166,7 +166,7 @@ void add_index_generators() {
 #undef CONFLUX_REGISTER
     for (const char* name : {"reshape", "transpose", "squeeze", "unsqueeze", "flatten", "broadcast",
                              "slice", "contiguous", "concat", "pad", "gather", "gather_elements",
-                             "batch_normalization", "trilu"})
+                             "gather_nd", "batch_normalization", "trilu"})
         add_generator(name, single_op_kernel);
 }
 

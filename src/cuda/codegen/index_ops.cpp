@@ -162,6 +162,31 @@ std::string value_builder::gather_elements_value(instruction_ref ins, const inde
     return value(data, index_expr::from_axes(data_lens, source));
 }
 
+std::string value_builder::gather_nd_value(instruction_ref ins, const index_expr& at) {
+    const auto b =
+        static_cast<std::size_t>(ins->get_operator().get_if<op::gather_nd>()->batch_dims);
+    const instruction_ref data = ins->inputs()[0];
+    const instruction_ref indices = ins->inputs()[1];
+    const dims& data_lens = data->get_shape().lens();
+    const dims& index_lens = indices->get_shape().lens();
+    const std::size_t rows_rank = index_lens.size() - 1; // the output's axes that pick a row
+    const std::size_t k = index_lens.back();
+    for (std::size_t j = 0; j < k; ++j)
+        if (data_lens[b + j] == 0) // only out-of-range indices, as in gather_value
+            return declare(ins->get_shape().type(), storage_constant(ins->get_shape().type(), 0));
+    const auto axes = w_.axes(at);
+    std::vector<std::string> row(axes.begin(), axes.begin() + std::ptrdiff_t(rows_rank));
+    row.emplace_back();
+    std::vector<std::string> source(axes.begin(), axes.begin() + std::ptrdiff_t(b));
+    for (std::size_t j = 0; j < k; ++j) {
+        row.back() = text::decimal_literal(static_cast<std::int64_t>(j));
+        const std::string raw = value(indices, index_expr::from_axes(index_lens, row));
+        source.push_back(gather_index(raw, data_lens[b + j]));
+    }
+    source.insert(source.end(), axes.begin() + std::ptrdiff_t(rows_rank), axes.end());
+    return value(data, index_expr::from_axes(data_lens, source));
+}
+
 std::string value_builder::batch_norm_value(instruction_ref ins, const index_expr& at) {
     const auto& bn = *ins->get_operator().get_if<op::batch_norm>();
     const auto& inputs = ins->inputs();

@@ -180,6 +180,7 @@ std::string value_builder::compute(instruction_ref ins, const index_expr& at) {
     if (name == "pad") return pad_value(ins, at);
     if (name == "gather") return gather_value(ins, at);
     if (name == "gather_elements") return gather_elements_value(ins, at);
+    if (name == "gather_nd") return gather_nd_value(ins, at);
     if (name == "batch_normalization") return batch_norm_value(ins, at);
     if (name == "trilu") return trilu_value(ins, at);
     unsupported(ins);
