@@ -1,6 +1,7 @@
 // Ops that rearrange data: views (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand,
 // Slice, Split, Tile) and the data movers (Concat, Pad, Gather, GatherElements, GatherND,
-// ScatterND, ScatterElements, Scatter, Trilu). Their shape operands (Reshape's shape, Slice's starts,
+// ScatterND, ScatterElements, Scatter, Trilu). Their shape operands (Reshape's shape, Slice's
+// starts,
 // ...) must be constants: Conflux programs have static shapes.
 #include "onnx/node_context.hpp"
 
