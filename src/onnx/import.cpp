@@ -246,11 +246,8 @@ private:
             default_domain ? opset_ : domain_opset(model_, node.domain(), opset_);
         node_context probe(node, index, opset, main(), {});
         auto it = default_domain ? table.find(node.op_type()) : table.end();
-        if (it == table.end()) {
-            std::string p = probe.unsupported_prefix();
-            // The prefix ends in ": "; an unknown op needs no further reason.
-            throw node_error(p.substr(0, p.size() - 2));
-        }
+        // check_supported_ops has reported every op type the table lacks before any node.
+        CONFLUX_ASSERT(it != table.end(), "no importer entry for ", node.op_type());
         check_unique_attributes(node, probe);
         check_new_outputs(node, probe);
         const auto& builder = it->second;

@@ -9,9 +9,9 @@
 #include "conflux/ops/scatter.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/util/checked_size.hpp"
+#include "ops/op_helpers.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 namespace conflux::onnx {
 
@@ -19,9 +19,7 @@ namespace {
 
 using outputs = std::vector<instruction_ref>;
 
-std::size_t product(const dims& d) {
-    return std::accumulate(d.begin(), d.end(), std::size_t{1}, std::multiplies<>{});
-}
+using op::product;
 
 outputs build_reshape(node_context& c) {
     auto x = c.input(0);

@@ -1,4 +1,5 @@
-// Small helpers the op implementations share (private to src/ops).
+// Small helpers the op implementations share, and the layers above them that compute with lens
+// (the importer, the CUDA code generators).
 #pragma once
 
 #include "conflux/ir/shape.hpp"
@@ -15,6 +16,9 @@ inline std::size_t product(const dims& lens, std::size_t begin, std::size_t end)
     for (std::size_t i = begin; i < end; ++i)
         n *= lens[i];
     return n;
+}
+inline std::size_t product(const dims& lens) {
+    return product(lens, 0, lens.size());
 }
 
 // lens seen as [outer, n, inner] around `axis`: element (o, j, i) of a row-major tensor is at

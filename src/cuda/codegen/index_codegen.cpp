@@ -9,6 +9,7 @@
 #include "cuda/codegen/index_kernel.hpp"
 #include "cuda/codegen/index_transpose.hpp"
 #include "cuda/codegen/index_values.hpp"
+#include "ops/op_helpers.hpp"
 
 #include <algorithm>
 
@@ -38,12 +39,7 @@ std::vector<return_group> group_by_lens(const std::vector<shape>& outputs) {
     return groups;
 }
 
-std::size_t product(const dims& lens) {
-    std::size_t n = 1;
-    for (auto l : lens)
-        n *= l;
-    return n;
-}
+using op::product;
 
 void check_returns(const module& m, const std::vector<instruction_ref>& returns,
                    const std::vector<shape>& outputs) {

@@ -1,6 +1,7 @@
 #include "cuda/codegen/index_views.hpp"
 
 #include "conflux/ops/views.hpp"
+#include "ops/op_helpers.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -15,12 +16,7 @@ std::size_t normalized_axis(std::int64_t axis, std::size_t rank) {
     return static_cast<std::size_t>(axis < 0 ? axis + r : axis);
 }
 
-std::size_t product(const dims& lens) {
-    std::size_t n = 1;
-    for (auto l : lens)
-        n *= l;
-    return n;
-}
+using op::product;
 
 // The axes of `at` regrouped over in_lens. Axes of len 1 carry no information; the others are
 // matched in groups of equal product (as reshape_as_view matches them): a group of one axis on

@@ -12,6 +12,7 @@
 #include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
+#include "ops/op_helpers.hpp"
 
 namespace conflux::cuda {
 
@@ -66,12 +67,7 @@ std::string read_index(const std::string& name, const std::string& offset, std::
            "]), " + text::long_long_literal(n) + "));\n";
 }
 
-std::size_t product(const dims& lens) {
-    std::size_t n = 1;
-    for (auto l : lens)
-        n *= l;
-    return n;
-}
+using op::product;
 
 // The request's Op, checked: the lowering builds requests from valid instructions, so a
 // mismatch is an internal error.
