@@ -51,7 +51,7 @@ def randomise(model, rng):
                 p.copy_(base + 0.1 * scale * noise)
 
 
-def calibrate_batch_norms(model, example):
+def calibrate_batch_norms(model, example, batches=4, batch_size=8):
     """Running statistics from a few batches of random data instead of 0 and 1."""
     if not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
         return
@@ -62,9 +62,10 @@ def calibrate_batch_norms(model, example):
                 m.reset_running_stats()
                 m.momentum = None  # cumulative average
         gen = torch.Generator().manual_seed(SEED)
-        for _ in range(4):  # batches of 8 (a batch of 1 has no variance at a 1x1 feature map)
-            model(*[torch.randn((8,) + tuple(t.shape[1:]), generator=gen)
-                    if t.is_floating_point() else t.expand((8,) + tuple(t.shape[1:]))
+        # Batches of several (a batch of 1 has no variance at a 1x1 feature map).
+        for _ in range(batches):
+            model(*[torch.randn((batch_size,) + tuple(t.shape[1:]), generator=gen)
+                    if t.is_floating_point() else t.expand((batch_size,) + tuple(t.shape[1:]))
                     for t in example])
     model.eval()
 
