@@ -29,11 +29,16 @@ computed_precision tf32_precision() {
 }
 
 output_comparison compare_outputs(const argument& got, const argument& want,
-                                  const std::optional<computed_precision>& computed_in) {
+                                  const std::optional<computed_precision>& computed_in,
+                                  double noise) {
     output_comparison c;
     const dtype t = want.get_shape().type();
     c.tolerance = verify_tolerance(t);
     if (computed_in && is_floating(t)) c.tolerance = std::max(c.tolerance, computed_in->tolerance);
+    if (is_floating(t) && std::isfinite(noise)) {
+        c.noise = noise;
+        c.tolerance = std::max(c.tolerance, noise_margin * noise);
+    }
     if (got.get_shape().type() != t || got.get_shape().lens() != want.get_shape().lens()) {
         c.mismatches = want.get_shape().elements();
         return c;

@@ -14,8 +14,15 @@ struct output_comparison {
     std::size_t mismatches = 0; // integers and bools: elements that differ
     std::size_t non_finite = 0; // NaN or Inf in `got` where `want` is finite
     double tolerance = 0;
+    // How far the precision that ran moves this output on the reference target by itself
+    // (0: not measured); the tolerance is at least noise_margin times it.
+    double noise = 0;
     bool passed = false;
 };
+
+// A correct result is about `noise` away from the exact one (rounding errors of the same size,
+// drawn differently); a wrong one is further. Twice leaves room for the draw.
+inline constexpr double noise_margin = 2.0;
 
 // The relative-RMS tolerance per dtype: f32 1e-3, f16 1e-2, bf16 2e-2, f64 1e-9; integers and
 // bools must match exactly.
@@ -36,7 +43,9 @@ computed_precision tf32_precision();
 // Compares element by element in logical order (layouts may differ). NaN/Inf in `got` never
 // pass unless the reference has the same non-finite value at that element.
 // `computed_in`: the precision the values were computed in, when narrower than their dtype.
+// `noise`: the reference's own spread under that precision (see output_comparison::noise).
 output_comparison compare_outputs(const argument& got, const argument& want,
-                                  const std::optional<computed_precision>& computed_in = {});
+                                  const std::optional<computed_precision>& computed_in = {},
+                                  double noise = 0);
 
 } // namespace conflux
