@@ -213,7 +213,7 @@ def table(cases, results):
                                               or r.get("ort", {}).get("error") or "")
         f32 = by_case.get(f"{model}_dynamo") or by_case.get(f"{model}_script")
         f16 = by_case.get(f"{model}_dynamo_f16")
-        rms32 = f"{fmt_rms(f32['verify'])} / {fmt_rms(f32['ort'])} ({f32['precision']})" \
+        rms32 = f"{f32['precision']}: {fmt_rms(f32['verify'])} / exact {fmt_rms(f32['ort'])}" \
             if f32 and "verify" in f32 else "-"
         rms16 = "-"
         if f16 and "rel_rms" in f16.get("ort", {}):
@@ -240,11 +240,18 @@ def main():
     parser.add_argument("--markdown")
     parser.add_argument("--json")
     parser.add_argument("--only", default="")
+    parser.add_argument("--table-from", metavar="JSON",
+                        help="print the table of an earlier run's --json record and stop")
     parser.add_argument("--deadline", type=float, default=1e9,
                         help="start no case after this many seconds (the rest: 'not run')")
     parser.add_argument("--resume", action="store_true",
                         help="keep the results of cases that passed with this same binary")
     args = parser.parse_args(argv)
+    if args.table_from:
+        with open(args.table_from) as f:
+            record = json.load(f)
+        print(table(record["cases"], record["results"]))
+        return 0
     commit_file = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.conflux))),
                                "COMMIT")
     commit = open(commit_file).read().strip() if os.path.exists(commit_file) else ""

@@ -44,7 +44,9 @@ run() {
     # The wheels unpacked into .pydeps, which make_zoo.py puts at the end of sys.path: the
     # machine's own torch, numpy and onnx stay in charge, the rest is found there.
     if [ ! -d .pydeps ]; then
-        for f in .zoo-pack/whl/*.whl; do python3 -m zipfile -e "$f" .pydeps; done
+        for f in .zoo-pack/whl/*.whl; do
+            [ -f "$f" ] && python3 -m zipfile -e "$f" .pydeps
+        done
     fi
     export ZOO_PYDEPS=$PWD/.pydeps
     python3 -c "import os, sys; sys.path.append(os.environ['ZOO_PYDEPS'])
