@@ -65,17 +65,12 @@ std::map<int, std::size_t> label_sizes(node_context& c, const std::vector<operan
             const int label = ops[i].labels[axis];
             const bool ellipsis = label >= einsum_ellipsis_label;
             auto [it, fresh] = sizes.emplace(label, lens[axis]);
-            if (fresh || it->second == lens[axis]) {
-                if (fresh) from[label] = i;
+            if (fresh || (ellipsis && it->second == 1)) {
+                it->second = lens[axis];
+                from[label] = i;
                 continue;
             }
-            if (ellipsis && (it->second == 1 || lens[axis] == 1)) {
-                if (it->second == 1) {
-                    it->second = lens[axis];
-                    from[label] = i;
-                }
-                continue;
-            }
+            if (it->second == lens[axis] || (ellipsis && lens[axis] == 1)) continue;
             if (ellipsis)
                 c.fail("the '...' axes of input ", from[label], " and input ", i,
                        " do not broadcast (", it->second, " vs ", lens[axis], ")");
