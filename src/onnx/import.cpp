@@ -353,7 +353,9 @@ const op_table& onnx_op_table() {
         op_table t;
         add_elementwise_ops(t);
         add_conv_pool_ops(t);
+        add_conv_transpose_ops(t);
         add_gemm_ops(t);
+        add_einsum_ops(t);
         add_normalization_ops(t);
         add_shape_ops(t);
         add_constant_ops(t);

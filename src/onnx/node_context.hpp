@@ -148,7 +148,9 @@ using op_table = std::map<std::string, op_builder, std::less<>>;
 // a static library would drop.
 void add_elementwise_ops(op_table& t);
 void add_conv_pool_ops(op_table& t);
+void add_conv_transpose_ops(op_table& t);
 void add_gemm_ops(op_table& t);
+void add_einsum_ops(op_table& t);
 void add_normalization_ops(op_table& t);
 void add_shape_ops(op_table& t);
 void add_constant_ops(op_table& t);

@@ -1,28 +1,15 @@
 // Conv -> op::convolution (+ bias add); MaxPool / AveragePool / Global*Pool -> op::pooling.
 // Both share the spatial attribute handling: strides, dilations and auto_pad.
-#include "onnx/node_context.hpp"
+#include "onnx/conv_attributes.hpp"
 
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/pooling.hpp"
-#include "conflux/ops/views.hpp"
 
 namespace conflux::onnx {
 
 namespace {
 
 using outputs = std::vector<instruction_ref>;
-
-std::vector<std::size_t> positive_ints(node_context& c, std::string_view name, std::size_t nd) {
-    auto values = c.attr_ints(name, std::vector<std::int64_t>(nd, 1));
-    if (values.size() != nd)
-        c.fail("attribute '", name, "' needs ", nd, " values, got ", values.size());
-    std::vector<std::size_t> out;
-    for (auto v : values) {
-        if (v <= 0) c.fail("attribute '", name, "' must be positive, got ", v);
-        out.push_back(std::size_t(v));
-    }
-    return out;
-}
 
 // Begins then ends, from `pads` or from auto_pad. SAME_* pads so that out = ceil(in / stride);
 // SAME_UPPER puts the odd extra pixel at the end, SAME_LOWER at the beginning.
@@ -33,9 +20,7 @@ std::vector<std::size_t> spatial_padding(node_context& c, const dims& in, const 
     auto auto_pad = c.attr_string("auto_pad", "NOTSET");
     std::vector<std::size_t> pads(2 * nd, 0);
     if (auto_pad == "NOTSET") {
-        auto given = c.attr_ints("pads", std::vector<std::int64_t>(2 * nd, 0));
-        if (given.size() != 2 * nd)
-            c.fail("attribute 'pads' needs ", 2 * nd, " values, got ", given.size());
+        auto given = explicit_pads(c, nd);
         for (std::size_t i = 0; i < given.size(); ++i) {
             if (given[i] < 0) c.unsupported("negative pads are not supported");
             pads[i] = std::size_t(given[i]);
@@ -59,52 +44,17 @@ std::vector<std::size_t> spatial_padding(node_context& c, const dims& in, const 
     return pads;
 }
 
-std::size_t spatial_rank(node_context& c, const shape& x) {
-    if (x.rank() < 3)
-        c.fail("input X must have rank 3 or more ([N, C, spatial...]), got ", to_string(x));
-    return x.rank() - 2;
-}
-
-dims spatial_lens(const shape& x) {
-    return {x.lens().begin() + 2, x.lens().end()};
-}
-
 outputs build_conv(node_context& c) {
     auto x = c.input(0);
     auto w = c.input(1);
     const auto& xs = x->get_shape();
-    const auto& ws = w->get_shape();
     auto nd = spatial_rank(c, xs);
-    if (ws.rank() != xs.rank())
-        c.fail("weights ", to_string(ws), " must have the rank of X ", to_string(xs));
-    dims kernel(ws.lens().begin() + 2, ws.lens().end());
-    if (auto ks = c.attr_ints("kernel_shape")) {
-        dims given(ks->begin(), ks->end());
-        if (given != kernel)
-            c.fail("kernel_shape [", to_string(given), "] does not match the weights ",
-                   to_string(ws));
-    }
+    auto kernel = weight_kernel(c, xs, w->get_shape());
     auto strides = positive_ints(c, "strides", nd);
     auto dilations = positive_ints(c, "dilations", nd);
-    auto group = c.attr_int("group", 1);
-    if (group <= 0) c.fail("attribute 'group' must be positive, got ", group);
     auto pads = spatial_padding(c, spatial_lens(xs), kernel, strides, dilations);
-
-    auto y = c.add(op::convolution{pads, strides, dilations, std::size_t(group)}, {x, w});
-    if (c.has_input(2)) {
-        auto b = c.input(2);
-        const auto& bs = b->get_shape();
-        if (bs.rank() != 1 || bs.lens()[0] != y->get_shape().lens()[1])
-            c.fail("bias ", to_string(bs), " must be 1-D with one value per output channel (",
-                   y->get_shape().lens()[1], ")");
-        // [K] -> [1, K, 1, ...] so that it broadcasts along the channel axis.
-        std::vector<std::int64_t> axes{0};
-        for (std::size_t i = 0; i < nd; ++i)
-            axes.push_back(std::int64_t(i + 2));
-        auto b_nd = c.add(op::unsqueeze{axes}, {b});
-        y = c.elementwise(op::elementwise_kind::add, {y, b_nd});
-    }
-    return {y};
+    auto y = c.add(op::convolution{pads, strides, dilations, group_count(c)}, {x, w});
+    return {add_channel_bias(c, y)};
 }
 
 outputs build_pool(node_context& c, op::pooling_mode mode) {

@@ -4,6 +4,7 @@
 
 #include "conflux/cuda/target.hpp"
 
+#include "onnx_model_builder.hpp"
 #include "test_files.hpp"
 
 #include <gtest/gtest.h>
@@ -171,6 +172,21 @@ TEST_F(tool, malformed_options_are_user_errors) {
     r = run("run " + example() + " --input x");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("expected NAME=FILE"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, an_unparsable_einsum_equation_is_one_line_naming_the_node) {
+    model_builder b(12);
+    b.input("a", ::onnx::TensorProto::FLOAT, {2, 3});
+    b.input("b", ::onnx::TensorProto::FLOAT, {3, 4});
+    set_string(b.node("Einsum", {"a", "b"}, {"y"}, "contract"), "equation", "ij,jk->i%");
+    b.output("y");
+    const auto model = dir_ / "einsum.onnx";
+    b.save(model.string());
+    auto r = run("read '" + model.string() + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "conflux: error: Einsum (node 'contract', opset 12): equation 'ij,jk->i%': "
+                     "the term of the output has the character '%' (labels are the letters a-z "
+                     "and A-Z)\n");
 }
 
 TEST_F(tool, read_prints_the_program) {
