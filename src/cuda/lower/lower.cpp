@@ -6,6 +6,7 @@
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/codegen/kernel_name.hpp"
+#include "cuda/lower/depthwise_choice.hpp"
 #include "cuda/lower/fused_op_splits.hpp"
 
 #include <algorithm>
@@ -228,7 +229,8 @@ private:
                                 const epilogue_offer* offer) {
         anchor_outcome outcome;
         std::optional<gemm_problem> problem;
-        if (options_.use_gemm_generator && inputs.size() == 2)
+        const bool depthwise = depthwise_runs_direct(op, shapes_of(inputs));
+        if (options_.use_gemm_generator && inputs.size() == 2 && !depthwise)
             problem = make_gemm_problem(op, shapes_of(inputs), outputs[0].view,
                                         {element_offset(inputs[0]), element_offset(inputs[1])});
         if (!problem) {
@@ -238,9 +240,12 @@ private:
                                             {&op, shapes_of(inputs), {outputs[0].view}, {}, entry});
                                     }),
                        inputs, outputs, origin);
-            outcome.summary = "direct kernel (no gemm problem for " + op.name() + ")";
+            const std::string why = depthwise
+                                        ? "depthwise convolutions run on the direct kernel"
+                                        : "the generator has no gemm problem for " + op.name();
+            outcome.summary = "direct kernel (" + why + ")";
             outcome.config = "direct";
-            if (offer) outcome.reason = "the generator has no gemm problem for " + op.name();
+            if (offer) outcome.reason = why;
             return outcome;
         }
         std::optional<epilogue_module> e;
