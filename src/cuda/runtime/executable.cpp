@@ -117,8 +117,8 @@ void executable::check_index_errors() {
             if (step.kernel == kernel) origins += (origins.empty() ? "" : "; ") + step.origin;
     }
     CONFLUX_USER_CHECK(origins.empty(),
-                       "a gather index read from the inputs is out of range [-n, n) of its axis "
-                       "(",
+                       "an index read from the inputs (by a gather or scatter) is out of range "
+                       "[-n, n) of its axis (",
                        origins, "); the outputs of this run are not valid");
 }
 

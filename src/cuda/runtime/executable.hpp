@@ -73,7 +73,7 @@ private:
     // Launches every step in order on s.
     void launch_all(bindings& b, cudaStream_t s);
     // After a synchronised run: a user error naming the instructions whose kernels read a
-    // gather index out of range (their cx_index_out_of_range flags, cleared here).
+    // gather or scatter index out of range (their cx_index_out_of_range flags, cleared here).
     void check_index_errors();
     // Every step captured into a CUDA graph with b's arguments, instantiated.
     graph_exec capture(bindings& b);
