@@ -229,17 +229,19 @@ private:
                                 const epilogue_offer* offer) {
         anchor_outcome outcome;
         std::optional<gemm_problem> problem;
-        const bool depthwise = depthwise_runs_direct(op, shapes_of(inputs));
+        const std::vector<shape> anchor_inputs = shapes_of(inputs);
+        const bool depthwise = depthwise_runs_direct(op, anchor_inputs);
         if (options_.use_gemm_generator && inputs.size() == 2 && !depthwise)
-            problem = make_gemm_problem(op, shapes_of(inputs), outputs[0].view,
+            problem = make_gemm_problem(op, anchor_inputs, outputs[0].view,
                                         {element_offset(inputs[0]), element_offset(inputs[1])});
         if (!problem) {
-            steps_.add(write_kernel(op.name(), origin,
-                                    [&](const std::string& entry) {
-                                        return generate_kernel(
-                                            {&op, shapes_of(inputs), {outputs[0].view}, {}, entry});
-                                    }),
-                       inputs, outputs, origin);
+            steps_.add(
+                write_kernel(
+                    op.name(), origin,
+                    [&](const std::string& entry) {
+                        return generate_kernel({&op, anchor_inputs, {outputs[0].view}, {}, entry});
+                    }),
+                inputs, outputs, origin);
             const std::string why = depthwise
                                         ? "depthwise convolutions run on the direct kernel"
                                         : "the generator has no gemm problem for " + op.name();
@@ -257,7 +259,6 @@ private:
                                                             : offer->extra_inputs.at(next++).view);
         }
         const std::vector<module*> no_modules;
-        const std::vector<shape> anchor_inputs = shapes_of(inputs);
         const anchor_choice context{*problem,
                                     {},
                                     offer ? offer->op->get_operator() : op,
