@@ -95,6 +95,30 @@ inline std::vector<fused_pattern> fused_patterns() {
              auto sq = m.add_instruction(op::squeeze{{2}}, {th});
              m.add_return({m.add_instruction(op::unsqueeze{{0}}, {sq})});
          }},
+        // Depthwise convolutions (issue 16's kernel family besides implicit GEMM): MobileNet's
+        // 3x3 with bias and ReLU6, and ConvNeXt's 7x7 with bias whose output is permuted to
+        // channels last for the layer norm after it.
+        {"depthwise conv+bias+clip",
+         [=](module& m, dtype t) {
+             auto x = m.add_parameter("x", shape{t, {2, 32, 12, 12}});
+             auto w = m.add_parameter("w", shape{t, {32, 1, 3, 3}});
+             auto c = m.add_instruction(op::convolution{{1, 1, 1, 1}, {1, 1}, {1, 1}, 32, false},
+                                        {x, w});
+             auto lo = m.add_literal(from_vector(t, {}, std::vector<float>{0.0f}));
+             auto hi = m.add_literal(from_vector(t, {}, std::vector<float>{6.0f}));
+             auto b = bias(m, t, c, 32);
+             auto lob = m.add_instruction(op::broadcast{b->get_shape().lens()}, {lo});
+             auto hib = m.add_instruction(op::broadcast{b->get_shape().lens()}, {hi});
+             m.add_return({m.add_instruction(ew(elementwise_kind::clip), {b, lob, hib})});
+         }},
+        {"depthwise 7x7 conv+bias+transpose",
+         [=](module& m, dtype t) {
+             auto x = m.add_parameter("x", shape{t, {2, 16, 10, 10}});
+             auto w = m.add_parameter("w", shape{t, {16, 1, 7, 7}});
+             auto c = m.add_instruction(op::convolution{{3, 3, 3, 3}, {1, 1}, {1, 1}, 16, false},
+                                        {x, w});
+             m.add_return({m.add_instruction(op::transpose{{0, 2, 3, 1}}, {bias(m, t, c, 16)})});
+         }},
     };
 }
 

@@ -8,6 +8,7 @@
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
 #include "conflux/util/parallel_for.hpp"
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_info.hpp"
@@ -305,6 +306,41 @@ std::vector<test_case> cases() {
                          shape{d::f16, {24, 48}}));
     r.push_back(conv_case("conv f64 3x3 stride 2 [1,9,9,4]x[6,3,3,4]", conv_op(2, 2, 1, 1),
                           shape{d::f64, {1, 9, 9, 4}}, shape{d::f64, {6, 3, 3, 4}}));
+    // The depthwise kernel family (every depthwise candidate, and the GEMM ones beside them):
+    // kernel sizes, strides, dilations, asymmetric padding, multipliers, ranks, layouts,
+    // alignments and channel counts that allow each vector width.
+    r.push_back(conv_case("depthwise f16 7x7 pad 3 [2,14,14,96]x[96,7,7,1]", conv_op(2, 1, 3, 96),
+                          shape{d::f16, {2, 14, 14, 96}}, shape{d::f16, {96, 7, 7, 1}}));
+    r.push_back(conv_case("depthwise f16 3x3 stride 2 [2,15,15,64]", conv_op(2, 2, 1, 64),
+                          shape{d::f16, {2, 15, 15, 64}}, shape{d::f16, {64, 3, 3, 1}}));
+    r.push_back(conv_case("depthwise bf16 5x5 stride 2 pad 2 [1,17,17,48]", conv_op(2, 2, 2, 48),
+                          shape{d::bf16, {1, 17, 17, 48}}, shape{d::bf16, {48, 5, 5, 1}}));
+    r.push_back(conv_case("depthwise f32 3x3 dilation 2 [2,9,9,20]", conv_op(2, 1, 2, 20, 2),
+                          shape{d::f32, {2, 9, 9, 20}}, shape{d::f32, {20, 3, 3, 1}}));
+    r.push_back(conv_case("depthwise f16 multiplier 2 [1,8,8,8]x[16,3,3,1]", conv_op(2, 1, 1, 8),
+                          shape{d::f16, {1, 8, 8, 8}}, shape{d::f16, {16, 3, 3, 1}}));
+    r.push_back(conv_case("depthwise f16 1-D [2,40,24]x[24,5,1]", conv_op(1, 1, 2, 24),
+                          shape{d::f16, {2, 40, 24}}, shape{d::f16, {24, 5, 1}}));
+    r.push_back(conv_case("depthwise f16 3-D [1,4,6,6,16]x[16,3,3,3,1]", conv_op(3, 1, 1, 16),
+                          shape{d::f16, {1, 4, 6, 6, 16}}, shape{d::f16, {16, 3, 3, 3, 1}}));
+    r.push_back(conv_case("depthwise f16 NCHW [1,16,9,9]x[16,1,3,3]",
+                          conv_op(2, 1, 1, 16, 1, false), shape{d::f16, {1, 16, 9, 9}},
+                          shape{d::f16, {16, 1, 3, 3}}));
+    r.push_back(conv_case("depthwise f16 13 channels [1,7,7,13]", conv_op(2, 1, 1, 13),
+                          shape{d::f16, {1, 7, 7, 13}}, shape{d::f16, {13, 3, 3, 1}}));
+    {
+        auto c =
+            conv_case("depthwise f16 input offset by 2 elements [1,8,8,32]", conv_op(2, 1, 1, 32),
+                      shape{d::f16, {1, 8, 8, 32}}, shape{d::f16, {32, 3, 3, 1}});
+        c.offsets = {2, 0};
+        r.push_back(c);
+    }
+    {
+        op::convolution asym = conv_op(2, 1, 0, 16);
+        asym.padding = {0, 2, 1, 1}; // top 0, left 2, bottom 1, right 1
+        r.push_back(conv_case("depthwise f16 asymmetric padding [1,9,11,16]", asym,
+                              shape{d::f16, {1, 9, 11, 16}}, shape{d::f16, {16, 3, 3, 1}}));
+    }
     return r;
 }
 
@@ -314,7 +350,7 @@ double tolerance(dtype t, const perf_config& c) {
     case dtype::bf16:
         return 1e-2;
     case dtype::f32:
-        return c.simt ? 1e-5 : 3e-3;
+        return c.rounds_f32_to_tf32() ? 3e-3 : 1e-5;
     case dtype::f64:
         return 1e-12;
     default:
@@ -447,11 +483,13 @@ comparison compare(const std::vector<unsigned char>& got, const shape& out,
     return c;
 }
 
-void compile_all(std::vector<variant>& vs, const gemm_problem& p, const gemm_epilogue& e,
-                 const std::string& arch) {
+// depthwise_e: the epilogue for depthwise configs (made for depthwise_epilogue_problem(p)).
+void compile_all(std::vector<variant>& vs, const gemm_problem& p, const gemm_epilogue& gemm_e,
+                 const std::string& arch, const gemm_epilogue* depthwise_e = nullptr) {
     parallel_for(vs.size(), [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
             variant& v = vs[i];
+            const gemm_epilogue& e = v.config.is_depthwise() ? *depthwise_e : gemm_e;
             try {
                 v.main = generate_gemm_kernel(p, v.config, e, "cx_gemm");
                 v.main_bin = nvrtc_compile(v.main, arch);
@@ -492,8 +530,11 @@ void run_case(const test_case& tc, const device_info& dev, const gemm_device_lim
             std::printf("  (skipping %s: %s)\n", text.c_str(), why.c_str());
     }
     const auto epilogue = default_epilogue(*p, tc.out);
+    std::optional<gemm_epilogue> depthwise_epilogue;
+    if (is_depthwise(*p))
+        depthwise_epilogue = default_epilogue(depthwise_epilogue_problem(*p), tc.out);
     const auto t0 = std::chrono::steady_clock::now();
-    compile_all(vs, *p, epilogue, dev.arch);
+    compile_all(vs, *p, epilogue, dev.arch, depthwise_epilogue ? &*depthwise_epilogue : nullptr);
     const double compile_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

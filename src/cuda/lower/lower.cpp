@@ -2,11 +2,11 @@
 
 #include "conflux/ops/views.hpp"
 #include "conflux/util/errors.hpp"
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/codegen/kernel_name.hpp"
-#include "cuda/lower/depthwise_choice.hpp"
 #include "cuda/lower/fused_op_splits.hpp"
 
 #include <algorithm>
@@ -230,8 +230,7 @@ private:
         anchor_outcome outcome;
         std::optional<gemm_problem> problem;
         const std::vector<shape> anchor_inputs = shapes_of(inputs);
-        const bool depthwise = depthwise_runs_direct(op, anchor_inputs);
-        if (options_.use_gemm_generator && inputs.size() == 2 && !depthwise)
+        if (options_.use_gemm_generator && inputs.size() == 2)
             problem = make_gemm_problem(op, anchor_inputs, outputs[0].view,
                                         {element_offset(inputs[0]), element_offset(inputs[1])});
         if (!problem) {
@@ -242,9 +241,7 @@ private:
                         return generate_kernel({&op, anchor_inputs, {outputs[0].view}, {}, entry});
                     }),
                 inputs, outputs, origin);
-            const std::string why = depthwise
-                                        ? "depthwise convolutions run on the direct kernel"
-                                        : "the generator has no gemm problem for " + op.name();
+            const std::string why = "the generator has no gemm problem for " + op.name();
             outcome.summary = "direct kernel (" + why + ")";
             outcome.config = "direct";
             if (offer) outcome.reason = why;
@@ -267,16 +264,19 @@ private:
                                     e ? &*e : nullptr,
                                     offer ? offer->origin : origin};
         const perf_config config = choose_config(context);
-        if (problem->type == dtype::f32 && !config.simt) ++steps_.out().tf32_anchors;
+        if (problem->type == dtype::f32 && config.rounds_f32_to_tf32()) ++steps_.out().tf32_anchors;
         outcome.summary = to_string(*problem) + " config " + to_string(config);
         outcome.config = to_string(config);
-        if (e && can_fuse(config, *problem, *e, &outcome.reason, options_.limits)) {
+        // The depthwise kernel hands its epilogue vectors of channels across groups.
+        const gemm_problem& stores =
+            config.is_depthwise() ? depthwise_epilogue_problem(*problem) : *problem;
+        if (e && can_fuse(config, stores, *e, &outcome.reason, options_.limits)) {
             std::vector<operand> args = inputs;
             args.insert(args.end(), offer->extra_inputs.begin(), offer->extra_inputs.end());
             steps_.add(write_kernel("gemm_fused", offer->origin,
                                     [&](const std::string& entry) {
                                         return generate_gemm_kernel(*problem, config,
-                                                                    fused_epilogue(*problem, *e),
+                                                                    fused_epilogue(stores, *e),
                                                                     entry, options_.limits);
                                     }),
                        args, offer->outputs, offer->origin);
@@ -286,7 +286,7 @@ private:
                 steps_.out().buffers[outputs[0].index].bytes = 0;
             return outcome;
         }
-        const gemm_epilogue epilogue = default_epilogue(*problem, outputs[0].view);
+        const gemm_epilogue epilogue = default_epilogue(stores, outputs[0].view);
         if (config.split_k <= 1) {
             steps_.add(write_kernel("gemm", origin,
                                     [&](const std::string& entry) {
@@ -315,8 +315,8 @@ private:
 
     // With exact_fp32 an f32 problem may only use SIMT configs (tensor cores round to TF32).
     bool allowed(const perf_config& c, const gemm_problem& problem, std::string* why) const {
-        if (options_.exact_fp32 && problem.type == dtype::f32 && !c.simt) {
-            if (why) *why = "--exact-fp32 needs a _simt config for f32";
+        if (options_.exact_fp32 && problem.type == dtype::f32 && c.rounds_f32_to_tf32()) {
+            if (why) *why = "--exact-fp32 needs a _simt or depthwise config for f32";
             return false;
         }
         return valid(c, problem, why, options_.limits);
@@ -328,7 +328,7 @@ private:
         const std::string& origin = context.origin;
         auto candidates = candidate_configs(problem, options_.limits);
         if (options_.exact_fp32 && problem.type == dtype::f32) {
-            std::erase_if(candidates, [](const perf_config& c) { return !c.simt; });
+            std::erase_if(candidates, [](const perf_config& c) { return c.rounds_f32_to_tf32(); });
             if (candidates.empty()) {
                 // The heuristic's space may hold no SIMT config; the smallest always runs.
                 auto fallback = parse_perf_config("32x32x8_w1x1_s2_k1_simt");

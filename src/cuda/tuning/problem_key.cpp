@@ -2,6 +2,7 @@
 
 #include "conflux/util/errors.hpp"
 #include "conflux/util/fnv1a.hpp"
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 
 #include <map>
@@ -54,6 +55,8 @@ problem_key make_problem_key(const gemm_problem& p, const std::string& fusion,
     problem_key k;
     k.problem = to_string(p);
     k.family = k.problem.substr(0, k.problem.find(' '));
+    // Depthwise problems have a kernel family of their own besides implicit GEMM.
+    if (is_depthwise(p)) k.family = "depthwise_" + k.family;
     k.device = arch + "/" + std::to_string(sm_count);
     k.generator_version = gemm_generator_version;
     k.fusion = fusion;

@@ -16,10 +16,10 @@ struct gemm_problem;
 
 // Bumped whenever a change to the gemm generator can change which config is fastest or which
 // configs are valid: entries of other versions are re-tuned.
-inline constexpr const char* gemm_generator_version = "gemm-5";
+inline constexpr const char* gemm_generator_version = "gemm-6"; // 6: the depthwise family
 
 struct problem_key {
-    std::string family;            // "conv2d", "dot", ...
+    std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...
     std::string device;            // "sm_90/132": arch and SM count
     std::string generator_version; // gemm_generator_version
     std::string problem;           // to_string(gemm_problem): every field that shapes the kernel

@@ -107,8 +107,8 @@ std::string tuner::check_cached(const std::string& text, const anchor_choice& c)
     const auto config = parse_perf_config(text);
     if (!config) return "it is not a perf config";
     std::string why;
-    if (options_.exact_fp32 && c.problem.type == dtype::f32 && !config->simt)
-        return "--exact-fp32 needs a _simt config for f32";
+    if (options_.exact_fp32 && c.problem.type == dtype::f32 && config->rounds_f32_to_tf32())
+        return "--exact-fp32 needs a _simt or depthwise config for f32";
     if (!valid(*config, c.problem, &why, options_.limits)) return "not valid here: " + why;
     try {
         program p = standalone(c);

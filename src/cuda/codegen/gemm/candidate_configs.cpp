@@ -9,6 +9,7 @@
 // the tuner measures the top of the list anyway.
 #include "cuda/codegen/gemm/perf_config.hpp"
 
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/kernel_plan.hpp"
 
 #include <algorithm>
@@ -154,7 +155,9 @@ std::vector<perf_config> candidate_configs(const gemm_problem& p,
             ranked.emplace_back(estimated_time(*plan, p, limits), c);
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
-    std::vector<perf_config> r;
+    // A depthwise problem's own kernel family first (the GEMM tiles run almost empty on it),
+    // then the GEMM configs: the tuner times both.
+    std::vector<perf_config> r = depthwise_candidates(p, limits);
     for (const auto& [time, c] : ranked)
         r.push_back(c);
     // The config that runs everything (any type, alignment, size).

@@ -6,6 +6,7 @@
 #include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
 
 #include <algorithm>
@@ -107,7 +108,8 @@ unsigned stage_pad(dtype t) {
 } // namespace
 
 std::size_t staged_store_bytes(const gemm_problem& p, const perf_config& c, store_walk walk) {
-    if (walk == store_walk::direct || c.split_k > 1) return 0;
+    // The depthwise kernel stores straight from its registers.
+    if (walk == store_walk::direct || c.split_k > 1 || c.is_depthwise()) return 0;
     const std::size_t rows = walk == store_walk::n_major ? c.tile_m : c.tile_n;
     const std::size_t cols =
         (walk == store_walk::n_major ? c.tile_n : c.tile_m) + stage_pad(p.type);
@@ -122,6 +124,7 @@ std::size_t split_k_workspace_bytes(const gemm_problem& p, const perf_config& c)
 kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
                                    const gemm_epilogue& epilogue, const std::string& entry,
                                    const gemm_device_limits& limits) {
+    if (c.is_depthwise()) return generate_depthwise_kernel(p, c, epilogue, entry, limits);
     std::string why;
     const auto plan = gemm::make_kernel_plan(c, p, limits, &why);
     CONFLUX_ASSERT(plan.has_value(), "perf config ", to_string(c), " is not valid for ",

@@ -63,6 +63,10 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
                                             const gemm_device_limits& limits, std::string* why) {
     kernel_plan k;
     k.config = c;
+    if (c.is_depthwise()) {
+        fail(why, "a depthwise config, not one of the GEMM kernel");
+        return std::nullopt;
+    }
     if (c.tile_m == 0 || c.tile_n == 0 || c.tile_k == 0 || c.warps_m == 0 || c.warps_n == 0 ||
         c.stages == 0 || c.split_k == 0) {
         fail(why, "tile sizes, warps, stages and split-K must be positive");

@@ -1,5 +1,6 @@
 #include "cuda/codegen/gemm/perf_config.hpp"
 
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/kernel_plan.hpp"
 
 namespace conflux::cuda {
@@ -31,6 +32,13 @@ bool take(std::string_view& s, std::string_view prefix) {
 
 std::optional<perf_config> parse_perf_config(std::string_view s) {
     perf_config c;
+    if (take(s, "dw_c")) {
+        c.family = kernel_family::depthwise;
+        if (!take_number(s, c.vector) || !take(s, "_o") || !take_number(s, c.outputs) ||
+            !take(s, "_t") || !take_number(s, c.block_threads) || !s.empty())
+            return std::nullopt;
+        return c;
+    }
     if (!take_number(s, c.tile_m) || !take(s, "x") || !take_number(s, c.tile_n) || !take(s, "x") ||
         !take_number(s, c.tile_k) || !take(s, "_w") || !take_number(s, c.warps_m) ||
         !take(s, "x") || !take_number(s, c.warps_n) || !take(s, "_s") ||
@@ -43,6 +51,9 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
 }
 
 std::string to_string(const perf_config& c) {
+    if (c.is_depthwise())
+        return "dw_c" + std::to_string(c.vector) + "_o" + std::to_string(c.outputs) + "_t" +
+               std::to_string(c.block_threads);
     std::string s = std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" +
                     std::to_string(c.tile_k) + "_w" + std::to_string(c.warps_m) + "x" +
                     std::to_string(c.warps_n) + "_s" + std::to_string(c.stages) + "_k" +
@@ -56,12 +67,17 @@ std::size_t shared_bytes(const perf_config& c, const gemm_problem& p) {
     // Computed without the device limit so that an oversized config still reports its need.
     gemm_device_limits unlimited;
     unlimited.shared_per_block = std::size_t(-1);
+    if (c.is_depthwise()) {
+        const auto plan = make_depthwise_plan(c, p, unlimited, nullptr);
+        return plan ? plan->shared_bytes : 0;
+    }
     const auto plan = gemm::make_kernel_plan(c, p, unlimited, nullptr);
     return plan ? plan->shared_bytes : 0;
 }
 
 bool valid(const perf_config& c, const gemm_problem& p, std::string* why,
            const gemm_device_limits& limits) {
+    if (c.is_depthwise()) return make_depthwise_plan(c, p, limits, why).has_value();
     return gemm::make_kernel_plan(c, p, limits, why).has_value();
 }
 

@@ -15,6 +15,18 @@
 //               integers and exact fp32
 //
 // e.g. "128x128x32_w2x2_s3_k1", "64x64x16_w2x2_s2_k1_simt", "128x256x32_w2x4_s3_k2_v8".
+//
+// A depthwise convolution (one input channel per group) may also run on the depthwise kernel
+// family (depthwise_kernel.hpp), whose configs read
+//
+//   dw_c<V>_o<O>_t<T>
+//
+//   cV   channels per thread, loaded as one vector of V elements (1, 2, 4, 8; at most 16 bytes)
+//   oO   outputs per thread along the innermost spatial axis (1 to 8): their input windows
+//        overlap, so each input column is loaded once for all O
+//   tT   threads per block (a multiple of 32, at most 1024)
+//
+// e.g. "dw_c8_o4_t128". Both kinds live in one tuning space: the tuner times them side by side.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +39,8 @@ namespace conflux::cuda {
 
 struct gemm_problem;
 
+enum class kernel_family { implicit_gemm, depthwise };
+
 struct perf_config {
     unsigned tile_m = 128;
     unsigned tile_n = 128;
@@ -35,10 +49,17 @@ struct perf_config {
     unsigned warps_n = 2;
     unsigned stages = 3;
     unsigned split_k = 1;
-    unsigned vector = 0; // 0: each operand's widest
+    unsigned vector = 0; // 0: each operand's widest; depthwise: channels per thread
     bool simt = false;
+    unsigned outputs = 0;       // depthwise: outputs per thread along the innermost spatial axis
+    unsigned block_threads = 0; // depthwise: threads per block
+    kernel_family family = kernel_family::implicit_gemm;
 
-    unsigned threads() const { return 32 * warps_m * warps_n; }
+    bool is_depthwise() const { return family == kernel_family::depthwise; }
+    // Whether f32 operands are rounded to tf32 (tensor cores): the SIMT and depthwise kernels
+    // multiply in exact f32.
+    bool rounds_f32_to_tf32() const { return !simt && !is_depthwise(); }
+    unsigned threads() const { return is_depthwise() ? block_threads : 32 * warps_m * warps_n; }
     friend bool operator==(const perf_config&, const perf_config&) = default;
 };
 
@@ -66,7 +87,8 @@ bool valid(const perf_config& c, const gemm_problem& p, std::string* why = nullp
 // The configs worth trying on p, every one valid, ranked best-first by a simple model
 // (candidate_configs.cpp): estimated time from wave quantisation over the device's SMs, the
 // tile's arithmetic intensity, occupancy and split-K's extra traffic. Never empty: a small SIMT
-// config runs every problem.
+// config runs every problem. A depthwise problem's depthwise configs (depthwise_kernel.hpp)
+// come first, ranked by their own model.
 std::vector<perf_config> candidate_configs(const gemm_problem& p,
                                            const gemm_device_limits& limits = {});
 

@@ -1,0 +1,409 @@
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
+
+#include "conflux/util/errors.hpp"
+#include "cuda/codegen/codegen_text.hpp"
+#include "cuda/codegen/device_types.hpp"
+#include "cuda/codegen/gemm/kernel_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace conflux::cuda {
+
+namespace {
+
+// Inputs, accumulators and weights a thread keeps as f32, at most: beyond this the kernel
+// spills registers, and a smaller O or V does the same work without spilling.
+constexpr std::size_t max_live_floats = 128;
+
+std::string lit(std::size_t v) {
+    return text::integer_literal(v);
+}
+std::string ll(std::size_t v) {
+    return text::long_long_literal(v);
+}
+std::string ll(long long v) {
+    return text::long_long_literal(v);
+}
+
+const char* raw_vector_type(std::size_t bytes) {
+    switch (bytes) {
+    case 16:
+        return "uint4";
+    case 8:
+        return "uint2";
+    case 4:
+        return "unsigned int";
+    default:
+        return "unsigned short";
+    }
+}
+
+// Why V channels cannot be one vector load of p's input (empty when they can).
+std::string vector_obstacle(const gemm_problem& p, unsigned v) {
+    const conv_geometry& g = *p.conv;
+    const std::size_t bytes = v * size_of(p.type);
+    if (v == 1) return "";
+    if (bytes > 16) return std::to_string(v) + " channels are more than 16 bytes";
+    if (g.group_filters != 1)
+        return "a channel multiplier of " + std::to_string(g.group_filters) +
+               " maps a vector of output channels onto fewer input channels";
+    if (g.groups % v != 0)
+        return std::to_string(g.groups) + " channels are not a multiple of " + std::to_string(v);
+    if (g.channel_stride != 1) return "the input's channels are not contiguous";
+    auto aligned = [&](long long stride, std::size_t len) {
+        return len <= 1 || stride % static_cast<long long>(v) == 0;
+    };
+    if (!aligned(g.image_stride, g.images)) return "the input's image stride is not a multiple";
+    for (std::size_t d = 0; d < g.nd(); ++d)
+        if (!aligned(g.input_spatial_strides[d], g.input_spatial[d]))
+            return "the input's spatial strides are not multiples of " + std::to_string(v);
+    if (p.a.base_align_bytes % bytes != 0)
+        return "the input starts " + std::to_string(p.a.base_align_bytes) +
+               "-byte aligned, a vector needs " + std::to_string(bytes);
+    return "";
+}
+
+std::vector<unsigned> input_columns(const conv_geometry& g, unsigned outputs) {
+    const std::size_t last = g.nd() - 1;
+    std::set<unsigned> columns;
+    for (unsigned j = 0; j < outputs; ++j)
+        for (std::size_t t = 0; t < g.kernel[last]; ++t)
+            columns.insert(unsigned(j * g.stride[last] + t * g.dilation[last]));
+    return {columns.begin(), columns.end()};
+}
+
+double estimated_time(const depthwise_plan& k, const gemm_problem& p,
+                      const gemm_device_limits& limits) {
+    const conv_geometry& g = *p.conv;
+    const double s = double(g.kernel.back());
+    const double rows = double(k.taps) / std::max(1.0, s);
+    const double v = k.vector, o = k.outputs;
+    // Instructions per thread: per kernel row a load (and V conversions) per input column,
+    // the tap's weights from shared memory, O x V multiply-adds; then the stores.
+    const double per_thread =
+        rows * (double(k.columns.size()) * (2 + v) + s * std::ceil(v / 4) + s * o * v) + o * v * 2 +
+        40;
+    const double floats = double(k.columns.size()) * v + o * v + v;
+    const double regs = std::min(255.0, floats + 40);
+    const double by_regs = std::floor(65536.0 / (regs * k.threads)) * k.threads;
+    const double by_shared =
+        std::floor(double(limits.shared_per_sm) / double(k.shared_bytes + 1024)) * k.threads;
+    const double per_sm = std::max(double(k.threads), std::min({2048.0, by_regs, by_shared}));
+    const double threads = double(k.rows) * double(k.strips) * double(k.channels) / v;
+    // Issue-bound, slowed down when an SM holds too few warps to hide the loads' latency
+    // (about 16 warps hide it).
+    const double resident = std::min(per_sm, std::ceil(threads / limits.sm_count));
+    const double hidden = std::min(1.0, resident / 32.0 / 16.0);
+    return threads * per_thread / (limits.sm_count * 128.0) / std::max(hidden, 1.0 / 64);
+}
+
+} // namespace
+
+bool is_depthwise(const gemm_problem& p) {
+    if (p.family != gemm_family::convolution || !p.conv) return false;
+    const bool floating = p.type == dtype::f16 || p.type == dtype::bf16 || p.type == dtype::f32;
+    return floating && p.conv->groups > 1 && p.conv->group_channels == 1 && p.conv->nd() >= 1;
+}
+
+std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const gemm_problem& p,
+                                                  const gemm_device_limits& limits,
+                                                  std::string* why) {
+    auto fail = [&](std::string reason) -> std::optional<depthwise_plan> {
+        if (why) *why = std::move(reason);
+        return std::nullopt;
+    };
+    if (!c.is_depthwise()) return fail("not a depthwise config");
+    if (!is_depthwise(p))
+        return fail("the depthwise kernel takes convolutions of f16, bf16 or f32 with one input "
+                    "channel per group");
+    const conv_geometry& g = *p.conv;
+    if (c.vector != 1 && c.vector != 2 && c.vector != 4 && c.vector != 8)
+        return fail("channels per thread must be 1, 2, 4 or 8");
+    if (c.outputs < 1 || c.outputs > 8) return fail("outputs per thread must be 1 to 8");
+    if (c.block_threads < 32 || c.block_threads > 1024 || c.block_threads % 32 != 0)
+        return fail("threads per block must be a multiple of 32 up to 1024");
+    if (std::string v = vector_obstacle(p, c.vector); !v.empty())
+        return fail(std::to_string(c.vector) + " channels per thread: " + v);
+
+    depthwise_plan k;
+    if (p.empty()) { // nothing to compute: a kernel that launches nothing
+        k.threads = c.block_threads;
+        return k;
+    }
+    k.vector = c.vector;
+    k.outputs = c.outputs;
+    k.channels = g.groups * g.group_filters;
+    const std::size_t vectors = k.channels / c.vector;
+    k.block_vectors = unsigned(std::min<std::size_t>({vectors, 32, c.block_threads}));
+    k.block_strips = c.block_threads / k.block_vectors;
+    k.threads = k.block_vectors * k.block_strips;
+    k.rows = g.images;
+    for (std::size_t d = 0; d + 1 < g.nd(); ++d)
+        k.rows *= g.output_spatial[d];
+    k.strips = (g.output_spatial.back() + c.outputs - 1) / c.outputs;
+    k.taps = 1;
+    for (auto r : g.kernel)
+        k.taps *= r;
+    k.columns = input_columns(g, c.outputs);
+    const std::size_t floats = (k.columns.size() + c.outputs + 1) * c.vector;
+    if (floats > max_live_floats)
+        return fail(std::to_string(c.outputs) + " outputs of " + std::to_string(c.vector) +
+                    " channels keep " + std::to_string(floats) +
+                    " values in registers (inputs, sums, weights), more than " +
+                    std::to_string(max_live_floats));
+    k.shared_bytes = std::max<std::size_t>(1, k.taps) * k.block_vectors * c.vector * 4;
+    if (k.shared_bytes > limits.shared_per_block)
+        return fail("the block's weights need " + gemm::kib(k.shared_bytes) +
+                    " of shared memory, the device allows " + gemm::kib(limits.shared_per_block));
+    const std::size_t blocks_x = (k.rows * k.strips + k.block_strips - 1) / k.block_strips;
+    const std::size_t blocks_y = (vectors + k.block_vectors - 1) / k.block_vectors;
+    if (blocks_x > 0x7fffffffu || blocks_y > 65535)
+        return fail("the grid would exceed the device's limits");
+    k.grid_x = unsigned(blocks_x);
+    k.grid_y = unsigned(blocks_y);
+    if (why) why->clear();
+    return k;
+}
+
+std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
+                                              const gemm_device_limits& limits) {
+    if (!is_depthwise(p)) return {};
+    unsigned widest = 1;
+    for (unsigned v : {8u, 4u, 2u})
+        if (vector_obstacle(p, v).empty()) {
+            widest = v;
+            break;
+        }
+    std::vector<std::pair<double, perf_config>> ranked;
+    // The widest vector and half of it; one channel per thread too when neither fits (a large
+    // kernel keeps too many columns in registers).
+    std::vector<unsigned> vectors{widest};
+    if (widest > 1) vectors.push_back(widest / 2);
+    for (unsigned pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            if (!ranked.empty() || widest <= 2) break;
+            vectors = {1};
+        }
+        for (unsigned v : vectors)
+            for (unsigned o : {1u, 2u, 4u, 8u})
+                for (unsigned t : {128u, 256u}) {
+                    perf_config c;
+                    c.family = kernel_family::depthwise;
+                    c.vector = v;
+                    c.outputs = o;
+                    c.block_threads = t;
+                    if (const auto plan = make_depthwise_plan(c, p, limits, nullptr))
+                        ranked.emplace_back(estimated_time(*plan, p, limits), c);
+                }
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<perf_config> r;
+    for (const auto& [time, c] : ranked)
+        if (std::find(r.begin(), r.end(), c) == r.end()) r.push_back(c);
+    return r;
+}
+
+gemm_problem depthwise_epilogue_problem(const gemm_problem& p) {
+    CONFLUX_ASSERT(is_depthwise(p), "depthwise_epilogue_problem of ", to_string(p));
+    gemm_problem q = p;
+    q.n = p.conv->groups * p.conv->group_filters;
+    q.batch_lens = {1};
+    q.conv->group_filters = q.n;
+    q.conv->groups = 1;
+    return q;
+}
+
+kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config& c,
+                                        const gemm_epilogue& epilogue, const std::string& entry,
+                                        const gemm_device_limits& limits) {
+    std::string why;
+    const auto plan = make_depthwise_plan(c, p, limits, &why);
+    CONFLUX_ASSERT(plan.has_value(), "depthwise config ", to_string(c), " is not valid for ",
+                   to_string(p), ": ", why);
+    const depthwise_plan& k = *plan;
+    const conv_geometry& g = *p.conv;
+    const std::size_t nd = g.nd(), last = nd - 1;
+    const unsigned V = k.vector, O = k.outputs;
+    const std::size_t block_channels = std::size_t(k.block_vectors) * V;
+    const std::string S = storage_type(p.type);
+    const std::string in = "    ";
+
+    kernel_source out;
+    out.entry = entry;
+    out.inputs = 2 + epilogue.inputs;
+    out.outputs = epilogue.parameters.size() - epilogue.inputs;
+    std::string& s = out.code;
+    s += text::include_prelude({"types.cuh"}) + text::suppress_unused_warnings;
+    s += "// depthwise " + to_string(c) + " for " + to_string(p) + "\n\n";
+    s += epilogue.code + "\n";
+    std::vector<std::string> params{"const " + S + "* __restrict__ in0",
+                                    "const " + S + "* __restrict__ in1"};
+    params.insert(params.end(), epilogue.parameters.begin(), epilogue.parameters.end());
+    s += text::kernel_signature(entry, params, k.threads) + " {\n";
+    if (p.empty()) {
+        s += "}\n";
+        out.launch.grid = {0, 1, 1};
+        out.launch.block = {k.threads, 1, 1};
+        return out;
+    }
+    std::string args;
+    for (const auto& a : epilogue.arguments)
+        args += ", " + a;
+
+    // The block's weights, f32, [tap][channel of the block]. Read tap-fastest: a filter's taps
+    // are contiguous in the weights (KRSC), so consecutive threads read consecutive elements.
+    s += in + "extern __shared__ __align__(16) float cx_dw_w[];\n";
+    s += in + "const int cx_tid = threadIdx.x;\n";
+    s += in + "const long long cx_c_block = (long long)blockIdx.y * " + ll(block_channels) + ";\n";
+    s += in + "for (int i = cx_tid; i < " + lit(k.taps * block_channels) +
+         "; i += " + lit(std::size_t(k.threads)) + ") {\n";
+    s += in + "    const int tap = i % " + lit(k.taps) + ";\n";
+    s += in + "    const int cl = i / " + lit(k.taps) + ";\n";
+    s += in + "    const long long f = cx_c_block + cl;\n";
+    s += in + "    float w = 0.0f;\n";
+    s += in + "    if (f < " + ll(k.channels) + ") {\n";
+    s += in + "        int rest = tap;\n";
+    std::string tap_offset;
+    for (std::size_t d = nd; d-- > 0;) {
+        s += in + "        const int k" + std::to_string(d) + " = rest % " + lit(g.kernel[d]) +
+             "; rest /= " + lit(g.kernel[d]) + ";\n";
+        tap_offset += " + (long long)k" + std::to_string(d) + " * " + ll(p.b.k_strides[d]);
+    }
+    // Filter f = group * multiplier + j sits at f * (the filter stride): the group's batch
+    // stride is multiplier * that.
+    s += in + "        w = cx_load(in1 + f * " + ll(p.b.row_stride) + tap_offset + ");\n";
+    s += in + "    }\n";
+    s += in + "    cx_dw_w[tap * " + lit(block_channels) + " + cl] = w;\n";
+    s += in + "}\n";
+    s += in + "__syncthreads();\n";
+
+    // This thread's channels and outputs.
+    const std::size_t vectors = k.channels / V;
+    s += in + "const int cx_vec = cx_tid % " + lit(std::size_t(k.block_vectors)) + ";\n";
+    s += in + "const long long cv = (long long)blockIdx.y * " + ll(std::size_t(k.block_vectors)) +
+         " + cx_vec;\n";
+    s += in + "const long long strip = (long long)blockIdx.x * " + ll(std::size_t(k.block_strips)) +
+         " + cx_tid / " + lit(std::size_t(k.block_vectors)) + ";\n";
+    s += in + "if (cv >= " + ll(vectors) + " || strip >= " + ll(k.rows * k.strips) + ") return;\n";
+    s += in + "const long long row = strip / " + ll(k.strips) + ";\n";
+    s += in + "const int w0 = (int)(strip % " + ll(k.strips) + ") * " + lit(std::size_t(O)) + ";\n";
+    s += in + "long long rest = row;\n";
+    for (std::size_t d = last; d-- > 0;)
+        s += in + "const int o" + std::to_string(d) + " = (int)(rest % " + ll(g.output_spatial[d]) +
+             "); rest /= " + ll(g.output_spatial[d]) + ";\n";
+    s += in + "const long long f0 = cv * " + ll(std::size_t(V)) + ";\n";
+    s += in + "const " + S + "* cx_x = in0 + rest * " + ll(g.image_stride) + " + (f0 / " +
+         ll(g.group_filters) + ") * " + ll(g.channel_stride) + ";\n";
+    s += in + "float acc[" + lit(std::size_t(O)) + "][" + lit(std::size_t(V)) + "];\n";
+    s += in + "#pragma unroll\n" + in + "for (int j = 0; j < " + lit(std::size_t(O)) + "; ++j)\n" +
+         in + "    #pragma unroll\n" + in + "    for (int v = 0; v < " + lit(std::size_t(V)) +
+         "; ++v) acc[j][v] = 0.0f;\n";
+
+    // Kernel rows: every tap of the leading spatial axes, in the reference's order.
+    std::string indent = in;
+    std::string row_offset, lead_tap = "0";
+    for (std::size_t d = 0; d < last; ++d) {
+        const std::string t = "t" + std::to_string(d), pos = "p" + std::to_string(d);
+        s += indent + "#pragma unroll\n";
+        s += indent + "for (int " + t + " = 0; " + t + " < " + lit(g.kernel[d]) + "; ++" + t +
+             ") {\n";
+        indent += "    ";
+        s += indent + "const int " + pos + " = o" + std::to_string(d) + " * " + lit(g.stride[d]) +
+             " - " + lit(g.pad_begin[d]) + " + " + t + " * " + lit(g.dilation[d]) + ";\n";
+        s += indent + "if (" + pos + " < 0 || " + pos + " >= " + lit(g.input_spatial[d]) +
+             ") continue;\n";
+        row_offset += " + (long long)" + pos + " * " + ll(g.input_spatial_strides[d]);
+        lead_tap = "(" + lead_tap + ") * " + lit(g.kernel[d]) + " + " + t;
+    }
+    s += indent + "const " + S + "* cx_row = cx_x" + row_offset + ";\n";
+    s += indent + "const int cx_col0 = w0 * " + lit(g.stride[last]) + " - " +
+         lit(g.pad_begin[last]) + ";\n";
+    const std::size_t vector_bytes = V * size_of(p.type);
+    for (unsigned col : k.columns) {
+        const std::string x = "x" + std::to_string(col);
+        s += indent + "float " + x + "[" + lit(std::size_t(V)) + "];\n";
+        s += indent + "{\n";
+        s += indent + "    const int col = cx_col0 + " + lit(std::size_t(col)) + ";\n";
+        s += indent + "    if (col >= 0 && col < " + lit(g.input_spatial[last]) + ") {\n";
+        const std::string at = "cx_row + (long long)col * " + ll(g.input_spatial_strides[last]);
+        if (V == 1) {
+            s += indent + "        " + x + "[0] = cx_load(" + at + ");\n";
+        } else {
+            const std::string raw = raw_vector_type(vector_bytes);
+            s += indent + "        const " + raw + " raw = *reinterpret_cast<const " + raw + "*>(" +
+                 at + ");\n";
+            s +=
+                indent + "        const " + S + "* e = reinterpret_cast<const " + S + "*>(&raw);\n";
+            for (unsigned v = 0; v < V; ++v)
+                s += indent + "        " + x + "[" + std::to_string(v) + "] = cx_load(e + " +
+                     std::to_string(v) + ");\n";
+        }
+        s += indent + "    } else {\n";
+        for (unsigned v = 0; v < V; ++v)
+            s += indent + "        " + x + "[" + std::to_string(v) + "] = 0.0f;\n";
+        s += indent + "    }\n";
+        s += indent + "}\n";
+    }
+    s += indent + "const float* cx_wt = cx_dw_w + (" + lead_tap + ") * " +
+         lit(g.kernel[last] * block_channels) + " + cx_vec * " + lit(std::size_t(V)) + ";\n";
+    for (std::size_t t = 0; t < g.kernel[last]; ++t) {
+        s += indent + "{\n";
+        const std::string at = "cx_wt + " + lit(t * block_channels);
+        s += indent + "    float wv[" + lit(std::size_t(V)) + "];\n";
+        if (V % 4 == 0) {
+            for (unsigned q = 0; q < V; q += 4) {
+                s += indent + "    { const float4 w4 = *reinterpret_cast<const float4*>(" + at +
+                     " + " + std::to_string(q) + ");\n";
+                s += indent + "      wv[" + std::to_string(q) + "] = w4.x; wv[" +
+                     std::to_string(q + 1) + "] = w4.y; wv[" + std::to_string(q + 2) +
+                     "] = w4.z; wv[" + std::to_string(q + 3) + "] = w4.w; }\n";
+            }
+        } else if (V == 2) {
+            s += indent + "    { const float2 w2 = *reinterpret_cast<const float2*>(" + at +
+                 "); wv[0] = w2.x; wv[1] = w2.y; }\n";
+        } else {
+            s += indent + "    wv[0] = (" + at + ")[0];\n";
+        }
+        for (unsigned j = 0; j < O; ++j) {
+            const std::string x = "x" + std::to_string(j * g.stride[last] + t * g.dilation[last]);
+            for (unsigned v = 0; v < V; ++v) {
+                const std::string a = "acc[" + std::to_string(j) + "][" + std::to_string(v) + "]";
+                s += indent + "    " + a + " = " + a + " + " + x + "[" + std::to_string(v) +
+                     "] * wv[" + std::to_string(v) + "];\n";
+            }
+        }
+        s += indent + "}\n";
+    }
+    for (std::size_t d = last; d-- > 0;) {
+        indent.resize(indent.size() - 4);
+        s += indent + "}\n";
+    }
+
+    // Every output through the epilogue: whole vectors of channels where it has cx_epilogue_vec.
+    const unsigned lanes = epilogue.lanes > 1 && V % epilogue.lanes == 0 ? epilogue.lanes : 1;
+    for (unsigned j = 0; j < O; ++j) {
+        s += in + "if (w0 + " + std::to_string(j) + " < " + lit(g.output_spatial[last]) + ") {\n";
+        s += in + "    const long long m = row * " + ll(g.output_spatial[last]) + " + w0 + " +
+             std::to_string(j) + ";\n";
+        if (lanes > 1) {
+            for (unsigned q = 0; q < V; q += lanes)
+                s += in + "    cx_epilogue_vec(&acc[" + std::to_string(j) + "][" +
+                     std::to_string(q) + "], 0LL, m, f0 + " + std::to_string(q) + args + ");\n";
+        } else {
+            for (unsigned v = 0; v < V; ++v)
+                s += in + "    cx_epilogue(acc[" + std::to_string(j) + "][" + std::to_string(v) +
+                     "], 0LL, m, f0 + " + std::to_string(v) + args + ");\n";
+        }
+        s += in + "}\n";
+    }
+    s += "}\n";
+    out.launch.grid = {k.grid_x, k.grid_y, 1};
+    out.launch.block = {k.threads, 1, 1};
+    out.launch.shared_bytes = unsigned(k.shared_bytes);
+    return out;
+}
+
+} // namespace conflux::cuda

@@ -1,0 +1,75 @@
+// The depthwise convolution kernel family (docs/ARCHITECTURE.md, "Kernel families"). A depthwise
+// convolution (one input channel per group) is, as an implicit GEMM, one product per channel
+// with N = the channel multiplier and K = the taps: the GEMM generator's tiles run almost
+// empty. This kernel computes it directly, at memory speed where the tensors allow:
+//   - each thread owns V consecutive channels (one vector load of V elements, channels last)
+//     and O consecutive outputs along the innermost spatial axis; the O input windows overlap,
+//     so each input column of a kernel row is loaded once and used for every output it feeds;
+//   - a block's threads cover up to 32 channel vectors side by side (a warp's loads are
+//     contiguous runs of channels) and block_threads / that many strips of outputs;
+//   - the block's weights are copied once into shared memory as f32, tap-major, so a thread
+//     reads its V weights of a tap as one or two 16-byte loads;
+//   - accumulation in f32 (f16, bf16 and f32 inputs), in the reference's tap order;
+//   - every output goes through the epilogue of gemm_kernel.hpp (the fused module's pointwise
+//     part and layout tail, or the plain store), with b = 0, m = the output position over
+//     [N, out spatial...] and n = the output channel, so fusion works as for the GEMM kernels.
+//     The epilogue must be made for depthwise_epilogue_problem(p), which sees all channels as
+//     one row: its vector form then covers V channels at once.
+// Kernel parameters: (const S* in0 /* input */, const S* in1 /* weights */,
+// <epilogue.parameters...>); grid and block in the kernel_source; dynamic shared memory
+// shared_bytes (the weights).
+#pragma once
+
+#include "cuda/codegen/gemm/gemm_kernel.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace conflux::cuda {
+
+// A convolution problem with one input channel per group (and more than one group) of f16,
+// bf16 or f32: the problems the depthwise configs apply to.
+bool is_depthwise(const gemm_problem& p);
+
+// What the generator derives from a depthwise config and a problem; making it is where the
+// constraints are checked, so valid() and the generator cannot disagree.
+struct depthwise_plan {
+    unsigned vector = 1;        // channels per thread
+    unsigned outputs = 1;       // outputs per thread along the innermost spatial axis
+    unsigned threads = 0;       // per block, as launched (block_vectors * block_strips)
+    unsigned block_vectors = 0; // channel vectors side by side in a block
+    unsigned block_strips = 0;  // output strips per block
+    std::size_t channels = 0;   // output channels (groups * multiplier)
+    std::size_t rows = 0;       // N * every out spatial extent but the innermost
+    std::size_t strips = 0;     // per row: ceil(innermost out extent / outputs)
+    std::size_t taps = 0;       // kernel elements
+    // The distinct input columns a thread reads per kernel row, relative to its first:
+    // {j * stride + t * dilation} over its outputs j and the row's taps t, ascending.
+    std::vector<unsigned> columns;
+    std::size_t shared_bytes = 0; // the block's weights, f32
+    unsigned grid_x = 0, grid_y = 0;
+    bool wide_offsets = false; // element offsets need 64 bits
+};
+
+// nullopt, with *why set when given, when config c cannot run p on a device with these limits.
+std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const gemm_problem& p,
+                                                  const gemm_device_limits& limits,
+                                                  std::string* why);
+
+// The depthwise configs worth trying on p (every one valid), best first by a simple model:
+// loads and multiply-adds per thread, times the waves of threads the device needs. Empty when
+// p is not depthwise.
+std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
+                                              const gemm_device_limits& limits = {});
+
+// p as the epilogue of a depthwise kernel sees it: one group of every output channel (the
+// kernel hands the epilogue whole vectors of channels, across groups).
+gemm_problem depthwise_epilogue_problem(const gemm_problem& p);
+
+// The kernel of depthwise config c for p; c must be valid for p (internal error otherwise).
+kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config& c,
+                                        const gemm_epilogue& epilogue, const std::string& entry,
+                                        const gemm_device_limits& limits = {});
+
+} // namespace conflux::cuda

@@ -1,0 +1,233 @@
+// The depthwise kernel family on the CPU: its config text, which problems and configs it takes
+// (and why not), its place in the tuning space, and NVRTC compiles of its kernels with plain
+// and fused epilogues. tests/gpu/gemm_kernel_test.cpp runs every depthwise config on a GPU
+// against an independent reference.
+#include "conflux/ops/convolution.hpp"
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
+#include "cuda/codegen/gemm/gemm_kernel.hpp"
+#include "cuda/codegen/gemm/gemm_problem.hpp"
+#include "cuda/codegen/gemm/perf_config.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
+#include "cuda/tuning/problem_key.hpp"
+
+#include <gtest/gtest.h>
+
+namespace conflux::cuda {
+namespace {
+
+op::convolution conv_op(std::size_t nd, std::size_t stride, std::size_t pad, std::size_t group,
+                        std::size_t dilation = 1, bool channels_last = true) {
+    op::convolution c;
+    c.channels_last = channels_last;
+    c.group = group;
+    c.stride.assign(nd, stride);
+    c.dilation.assign(nd, dilation);
+    c.padding.assign(2 * nd, pad);
+    return c;
+}
+
+struct conv_case {
+    gemm_problem problem;
+    shape y;
+};
+
+conv_case problem_of(const op::convolution& c, const shape& x, const shape& w,
+                     std::array<std::size_t, 2> offsets = {0, 0}) {
+    const operation op = c;
+    const shape y = op.compute_shape({x, w});
+    auto p = make_gemm_problem(op, {x, w}, y, offsets);
+    EXPECT_TRUE(p.has_value());
+    return {*p, y};
+}
+
+// ConvNeXt-tiny's first 7x7 depthwise layer at batch 32, f16, channels last.
+conv_case convnext_7x7() {
+    return problem_of(conv_op(2, 1, 3, 96), shape{dtype::f16, {32, 56, 56, 96}},
+                      shape{dtype::f16, {96, 7, 7, 1}});
+}
+
+perf_config dw(unsigned v, unsigned o, unsigned t) {
+    perf_config c;
+    c.family = kernel_family::depthwise;
+    c.vector = v;
+    c.outputs = o;
+    c.block_threads = t;
+    return c;
+}
+
+std::string reason(const perf_config& c, const gemm_problem& p) {
+    std::string why;
+    EXPECT_FALSE(valid(c, p, &why)) << to_string(c);
+    return why;
+}
+
+TEST(CudaDepthwiseConfig, ParsesAndPrintsRoundTrip) {
+    for (const char* text : {"dw_c8_o4_t128", "dw_c1_o1_t32", "dw_c4_o8_t256"}) {
+        const auto c = parse_perf_config(text);
+        ASSERT_TRUE(c.has_value()) << text;
+        EXPECT_TRUE(c->is_depthwise());
+        EXPECT_FALSE(c->rounds_f32_to_tf32());
+        EXPECT_EQ(to_string(*c), text);
+    }
+    const auto c = parse_perf_config("dw_c8_o4_t128");
+    EXPECT_EQ(c->vector, 8u);
+    EXPECT_EQ(c->outputs, 4u);
+    EXPECT_EQ(c->threads(), 128u);
+    EXPECT_TRUE(parse_perf_config("128x128x32_w2x2_s3_k1")->rounds_f32_to_tf32());
+}
+
+TEST(CudaDepthwiseConfig, RejectsGarbage) {
+    for (const char* text : {"dw_c8_o4", "dw_c08_o4_t128", "dw_c8_o4_t128_simt", "dw_",
+                             "dw_c_o4_t128", "dw_c8_t128_o4", "dw_c8_o4_t128x", "DW_c8_o4_t128"})
+        EXPECT_FALSE(parse_perf_config(text).has_value()) << text;
+}
+
+TEST(CudaDepthwiseConfig, TakesDepthwiseProblemsOnly) {
+    const auto d = convnext_7x7();
+    EXPECT_TRUE(is_depthwise(d.problem));
+    EXPECT_TRUE(valid(dw(8, 4, 128), d.problem));
+    // Not depthwise: a grouped convolution with 8 channels per group, a dense one, f64.
+    const auto grouped = problem_of(conv_op(2, 1, 1, 4), shape{dtype::f16, {1, 8, 8, 32}},
+                                    shape{dtype::f16, {32, 3, 3, 8}});
+    EXPECT_FALSE(is_depthwise(grouped.problem));
+    EXPECT_NE(reason(dw(1, 1, 128), grouped.problem).find("one input channel per group"),
+              std::string::npos);
+    const auto f64 = problem_of(conv_op(2, 1, 1, 8), shape{dtype::f64, {1, 8, 8, 8}},
+                                shape{dtype::f64, {8, 3, 3, 1}});
+    EXPECT_FALSE(is_depthwise(f64.problem));
+    // A GEMM config is not a depthwise plan and a depthwise config is not a GEMM plan.
+    EXPECT_NE(reason(dw(8, 4, 128), grouped.problem), "");
+}
+
+TEST(CudaDepthwiseConfig, ValidRejectsWithReasons) {
+    const auto d = convnext_7x7();
+    EXPECT_NE(reason(dw(3, 4, 128), d.problem).find("1, 2, 4 or 8"), std::string::npos);
+    EXPECT_NE(reason(dw(8, 9, 128), d.problem).find("1 to 8"), std::string::npos);
+    EXPECT_NE(reason(dw(8, 4, 100), d.problem).find("multiple of 32"), std::string::npos);
+    // 8 outputs of 8 channels with a 7-wide window: 14 input columns, far too many registers.
+    EXPECT_NE(reason(dw(8, 8, 128), d.problem).find("registers"), std::string::npos);
+    // 20 channels: no vector of 8.
+    const auto c20 = problem_of(conv_op(2, 1, 2, 20, 2), shape{dtype::f32, {2, 9, 9, 20}},
+                                shape{dtype::f32, {20, 5, 5, 1}});
+    EXPECT_NE(reason(dw(8, 1, 128), c20.problem).find("more than 16 bytes"), std::string::npos);
+    const auto c20h = problem_of(conv_op(2, 1, 2, 20, 2), shape{dtype::f16, {2, 9, 9, 20}},
+                                 shape{dtype::f16, {20, 5, 5, 1}});
+    EXPECT_NE(reason(dw(8, 1, 128), c20h.problem).find("not a multiple of 8"), std::string::npos);
+    EXPECT_TRUE(valid(dw(4, 2, 128), c20h.problem));
+    // A channel multiplier of 2: output channels 2g and 2g+1 read input channel g.
+    const auto mult = problem_of(conv_op(2, 1, 1, 8), shape{dtype::f16, {1, 6, 6, 8}},
+                                 shape{dtype::f16, {16, 3, 3, 1}});
+    EXPECT_TRUE(is_depthwise(mult.problem));
+    EXPECT_NE(reason(dw(2, 1, 128), mult.problem).find("multiplier"), std::string::npos);
+    EXPECT_TRUE(valid(dw(1, 4, 128), mult.problem));
+    // NCHW: channels are not contiguous, so one channel per thread.
+    const auto nchw = problem_of(conv_op(2, 1, 1, 16, 1, false), shape{dtype::f16, {1, 16, 8, 8}},
+                                 shape{dtype::f16, {16, 1, 3, 3}});
+    EXPECT_NE(reason(dw(2, 1, 128), nchw.problem).find("not contiguous"), std::string::npos);
+    // An input view 2 elements into its buffer is 4-byte aligned: no 16-byte vectors.
+    const auto offset = problem_of(conv_op(2, 1, 1, 32), shape{dtype::f16, {1, 8, 8, 32}},
+                                   shape{dtype::f16, {32, 3, 3, 1}}, {2, 0});
+    EXPECT_NE(reason(dw(8, 1, 128), offset.problem).find("aligned"), std::string::npos);
+    EXPECT_TRUE(valid(dw(2, 1, 128), offset.problem));
+    // A 31x31 kernel: 8 channels of 31 columns do not fit in registers; a 61x61 kernel over
+    // 256 channels: the block's weights do not fit in shared memory.
+    const auto large = problem_of(conv_op(2, 1, 15, 256), shape{dtype::f16, {1, 32, 32, 256}},
+                                  shape{dtype::f16, {256, 31, 31, 1}});
+    EXPECT_NE(reason(dw(8, 1, 128), large.problem).find("registers"), std::string::npos);
+    const auto huge = problem_of(conv_op(2, 1, 30, 256), shape{dtype::f16, {1, 64, 64, 256}},
+                                 shape{dtype::f16, {256, 61, 61, 1}});
+    EXPECT_NE(reason(dw(1, 1, 128), huge.problem).find("shared memory"), std::string::npos);
+}
+
+TEST(CudaDepthwiseConfig, ComesFirstInTheTuningSpaceBesideTheGemmConfigs) {
+    const auto d = convnext_7x7();
+    const auto cs = candidate_configs(d.problem);
+    ASSERT_FALSE(cs.empty());
+    EXPECT_TRUE(cs.front().is_depthwise()) << to_string(cs.front());
+    EXPECT_GE(cs.front().vector, 4u) << to_string(cs.front());
+    bool any_gemm = false;
+    for (const auto& c : cs) {
+        EXPECT_TRUE(valid(c, d.problem)) << to_string(c);
+        any_gemm = any_gemm || !c.is_depthwise();
+    }
+    EXPECT_TRUE(any_gemm);
+    // A 31x31 kernel runs one channel per thread; no depthwise config fits a 61x61 one, whose
+    // GEMM configs still run it.
+    const auto large = problem_of(conv_op(2, 1, 15, 256), shape{dtype::f16, {1, 32, 32, 256}},
+                                  shape{dtype::f16, {256, 31, 31, 1}});
+    const auto lc = candidate_configs(large.problem);
+    ASSERT_FALSE(lc.empty());
+    EXPECT_TRUE(lc.front().is_depthwise() && lc.front().vector == 1) << to_string(lc.front());
+    const auto huge = problem_of(conv_op(2, 1, 30, 256), shape{dtype::f16, {1, 64, 64, 256}},
+                                 shape{dtype::f16, {256, 61, 61, 1}});
+    const auto hc = candidate_configs(huge.problem);
+    ASSERT_FALSE(hc.empty());
+    for (const auto& c : hc)
+        EXPECT_FALSE(c.is_depthwise()) << to_string(c);
+    // A dense convolution has none.
+    const auto dense = problem_of(conv_op(2, 1, 1, 1), shape{dtype::f16, {1, 8, 8, 16}},
+                                  shape{dtype::f16, {16, 3, 3, 16}});
+    EXPECT_TRUE(depthwise_candidates(dense.problem).empty());
+}
+
+TEST(CudaDepthwiseConfig, ProblemKeyTellsTheFamilyApart) {
+    const auto d = convnext_7x7();
+    EXPECT_EQ(make_problem_key(d.problem, "none", "sm_90", 132).family, "depthwise_conv2d");
+    const auto dense = problem_of(conv_op(2, 1, 1, 1), shape{dtype::f16, {1, 8, 8, 16}},
+                                  shape{dtype::f16, {16, 3, 3, 16}});
+    EXPECT_EQ(make_problem_key(dense.problem, "none", "sm_90", 132).family, "conv2d");
+}
+
+TEST(CudaDepthwiseKernel, EmptyProblemLaunchesNothing) {
+    const auto e = problem_of(conv_op(2, 1, 1, 8), shape{dtype::f16, {0, 8, 8, 8}},
+                              shape{dtype::f16, {8, 3, 3, 1}});
+    const auto k = generate_gemm_kernel(
+        e.problem, dw(8, 1, 128), default_epilogue(depthwise_epilogue_problem(e.problem), e.y),
+        "cx_dw_empty");
+    EXPECT_TRUE(k.empty());
+}
+
+// The first, middle and last depthwise candidates of each problem, with the plain store of
+// the output (through its strides, NCHW included), compiled for sm_90. The GPU harness runs
+// every candidate; this keeps NVRTC's share of CI small.
+TEST(CudaDepthwiseKernel, CandidatesCompileWithNvrtc) {
+    std::vector<conv_case> problems{
+        convnext_7x7(),
+        problem_of(conv_op(2, 2, 1, 32), shape{dtype::bf16, {2, 15, 15, 32}},
+                   shape{dtype::bf16, {32, 3, 3, 1}}),
+        problem_of(conv_op(2, 1, 4, 20, 2), shape{dtype::f32, {2, 9, 9, 20}},
+                   shape{dtype::f32, {20, 5, 5, 1}}),
+        problem_of(conv_op(2, 1, 1, 8), shape{dtype::f16, {1, 6, 6, 8}},
+                   shape{dtype::f16, {16, 3, 3, 1}}),
+        problem_of(conv_op(1, 1, 2, 24), shape{dtype::f16, {2, 40, 24}},
+                   shape{dtype::f16, {24, 5, 1}}),
+        problem_of(conv_op(3, 1, 1, 16), shape{dtype::f16, {1, 4, 6, 6, 16}},
+                   shape{dtype::f16, {16, 3, 3, 3, 1}}),
+        problem_of(conv_op(2, 1, 1, 16, 1, false), shape{dtype::f16, {1, 16, 8, 8}},
+                   shape{dtype::f16, {16, 1, 3, 3}}),
+    };
+    std::size_t compiled = 0;
+    for (const auto& d : problems) {
+        const auto cs = depthwise_candidates(d.problem);
+        ASSERT_FALSE(cs.empty()) << to_string(d.problem);
+        for (std::size_t j : {std::size_t(0), cs.size() / 2, cs.size() - 1}) {
+            const perf_config& c = cs[j];
+            SCOPED_TRACE(to_string(c) + " for " + to_string(d.problem));
+            const auto k = generate_gemm_kernel(
+                d.problem, c, default_epilogue(depthwise_epilogue_problem(d.problem), d.y),
+                "cx_dw_test");
+            EXPECT_LE(k.launch.block[0], c.block_threads);
+            EXPECT_EQ(k.launch.shared_bytes, shared_bytes(c, d.problem));
+            try {
+                nvrtc_compile(k, "sm_90");
+                ++compiled;
+            } catch (const std::exception& ex) {
+                ADD_FAILURE() << ex.what() << "\n" << k.code;
+            }
+        }
+    }
+    EXPECT_GE(compiled, 3 * problems.size() - 6); // a problem with fewer than 3 candidates
+}
+
+} // namespace
+} // namespace conflux::cuda
