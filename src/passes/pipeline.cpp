@@ -1,6 +1,7 @@
 #include "conflux/passes/pipeline.hpp"
 
 #include "conflux/passes/dce.hpp"
+#include "conflux/passes/fuse_attention.hpp"
 #include "conflux/passes/fuse_gemm.hpp"
 #include "conflux/passes/fuse_pointwise.hpp"
 #include "conflux/passes/layout.hpp"
@@ -9,7 +10,8 @@
 
 namespace conflux {
 
-std::vector<pass> target_independent_passes(std::optional<dtype> precision) {
+std::vector<pass> target_independent_passes(std::optional<dtype> precision,
+                                            attention_fusion attention) {
     std::vector<pass> passes{
         simplify{}, // fold constants and batch norms, cancel views
         dce{},      //
@@ -17,9 +19,14 @@ std::vector<pass> target_independent_passes(std::optional<dtype> precision) {
     if (precision) passes.push_back(reduced_precision{*precision}); // weights fold below
     passes.insert(passes.end(),
                   {
-                      layout_nhwc{},    // convolutions in NHWC with KRSC weights
-                      simplify{},       // cancel the transposes between consecutive convolutions
-                      dce{},            //
+                      layout_nhwc{}, // convolutions in NHWC with KRSC weights
+                      simplify{},    // cancel the transposes between consecutive convolutions
+                      dce{},         //
+                  });
+    if (attention == attention_fusion::on) // softmax(q.kt * scale + bias).v -> attention
+        passes.insert(passes.end(), {fuse_attention{}, dce{}});
+    passes.insert(passes.end(),
+                  {
                       fuse_pointwise{}, // elementwise DAGs -> pointwise ops
                       fuse_gemm{},      // anchor + epilogue + layout tail -> fused_gemm ops
                       dce{},

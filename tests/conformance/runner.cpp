@@ -178,7 +178,8 @@ std::optional<verdict> run_data_set(const test_case& test, const model_signature
         }
     }
 
-    if (run.optimize) run_passes(p.main(), target_independent_passes());
+    if (run.optimize)
+        run_passes(p.main(), target_independent_passes(std::nullopt, attention_fusion::on));
 
     ref::parameter_map params;
     for (auto& in : inputs)

@@ -22,7 +22,9 @@ struct compile_options {
 
 int compile(const compile_options& options) {
     const std::string target = resolve_target(options.target, std::cerr);
-    auto passes = target_independent_passes();
+    // What the target runs: the reference target fuses attention, the CUDA target not yet.
+    auto passes = target_independent_passes(std::nullopt, target == "cuda" ? attention_fusion::off
+                                                                           : attention_fusion::on);
     if (!options.print_after.empty()) {
         bool known = false;
         std::string names;

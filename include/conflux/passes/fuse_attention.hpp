@@ -1,0 +1,25 @@
+// Fuse attention: softmax(scale * q . kt + bias) . v, as PyTorch's exporters write it, becomes
+// one `attention` op (conflux/ops/attention.hpp). Recognised around every softmax over the last
+// axis whose probabilities feed only the left operand of a dot:
+//   - the scores: a dot, then scalar factors (x * c, c * x, x / c with c a one-element literal)
+//     and at most one added bias (an additive mask, a position bias), the bias before any factor
+//     applied after the dot (a later factor would scale the bias too); scalar factors on either
+//     operand of the dot (torch's SDPA scales q and k by sqrt(scale) each) join the scale;
+//   - float converts anywhere in the chain (--fp16 keeps softmax in f32);
+//   - after the softmax, optionally torch's safe-softmax guard where(isnan(p), 0, p)
+//     (zero_nan_rows).
+// Every intermediate value must have that one use. Precondition: after simplify, before
+// fuse_pointwise. Guarantee: the same results up to the rounding of the intermediate scores and
+// probabilities, which the op keeps in f32 (or f64).
+#pragma once
+
+#include "conflux/ir/module.hpp"
+
+namespace conflux {
+
+struct fuse_attention {
+    std::string name() const { return "fuse_attention"; }
+    void apply(module& m) const;
+};
+
+} // namespace conflux

@@ -1,0 +1,201 @@
+#include "conflux/passes/fuse_attention.hpp"
+
+#include "conflux/ir/builtin_ops.hpp"
+#include "conflux/ops/attention.hpp"
+#include "conflux/ops/dot.hpp"
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/reduce.hpp"
+#include "conflux/ops/views.hpp"
+
+#include <cmath>
+#include <optional>
+
+namespace conflux {
+
+namespace {
+
+using op::elementwise_kind;
+
+std::optional<elementwise_kind> kind_of(instruction_ref ins) {
+    const auto* e = ins->get_operator().get_if<op::elementwise>();
+    if (e == nullptr) return std::nullopt;
+    return e->kind;
+}
+
+bool single_use(instruction_ref ins) {
+    return ins->outputs().size() == 1;
+}
+
+// The value of a one-element literal, seen through broadcasts.
+std::optional<double> scalar_literal(instruction_ref ins) {
+    while (ins->get_operator().get_if<op::broadcast>() != nullptr)
+        ins = ins->inputs()[0];
+    const auto* lit = ins->get_operator().get_if<op::literal>();
+    if (lit == nullptr || lit->value.get_shape().elements() != 1) return std::nullopt;
+    return to_vector<double>(lit->value)[0];
+}
+
+// x * c, c * x or x / c with c a scalar literal: (x, the factor).
+std::optional<std::pair<instruction_ref, double>> scaled_by_scalar(instruction_ref ins) {
+    const auto kind = kind_of(ins);
+    if (!kind || ins->inputs().size() != 2) return std::nullopt;
+    const auto a = ins->inputs()[0], b = ins->inputs()[1];
+    if (*kind == elementwise_kind::mul) {
+        if (auto c = scalar_literal(b)) return std::pair{a, *c};
+        if (auto c = scalar_literal(a)) return std::pair{b, *c};
+    } else if (*kind == elementwise_kind::div) {
+        if (auto c = scalar_literal(b); c && *c != 0) return std::pair{a, 1.0 / *c};
+    }
+    return std::nullopt;
+}
+
+bool is_float_convert(instruction_ref ins) {
+    const auto* e = ins->get_operator().get_if<op::elementwise>();
+    return e != nullptr && e->kind == elementwise_kind::convert && is_floating(e->target) &&
+           is_floating(ins->inputs()[0]->get_shape().type());
+}
+
+// A dot operand with scalar factors peeled off (each a single-use mul/div by a scalar literal).
+instruction_ref peel_scale(instruction_ref x, double& scale) {
+    while (single_use(x)) {
+        auto s = scaled_by_scalar(x);
+        if (!s) break;
+        scale *= s->second;
+        x = s->first;
+    }
+    return x;
+}
+
+struct match {
+    instruction_ref q = nullptr, kt = nullptr, v = nullptr, bias = nullptr;
+    instruction_ref result = nullptr; // the second dot
+    double scale = 1;
+    bool zero_nan_rows = false;
+};
+
+// From softmax `s` forward: an optional safe-softmax guard (where(isnan(p), 0, p)) and float
+// converts, then the dot taking the probabilities as its left operand.
+std::optional<match> forward_from_softmax(instruction_ref s) {
+    match mt;
+    instruction_ref p = s;
+    for (;;) {
+        const auto& users = p->outputs();
+        if (users.size() == 2) {
+            // where(isnan(p), 0, p)
+            instruction_ref isnan = nullptr, where = nullptr;
+            for (instruction_ref u : users) {
+                if (kind_of(u) == elementwise_kind::isnan) isnan = u;
+                if (kind_of(u) == elementwise_kind::where) where = u;
+            }
+            if (isnan == nullptr || where == nullptr || !single_use(isnan) ||
+                where->inputs()[0] != isnan || where->inputs()[2] != p)
+                return std::nullopt;
+            const auto zero = scalar_literal(where->inputs()[1]);
+            if (!zero || *zero != 0) return std::nullopt;
+            mt.zero_nan_rows = true;
+            p = where;
+            continue;
+        }
+        if (users.size() != 1) return std::nullopt;
+        instruction_ref u = users[0];
+        if (is_float_convert(u)) {
+            p = u;
+            continue;
+        }
+        if (u->get_operator().get_if<op::dot>() != nullptr && u->inputs()[0] == p &&
+            u->inputs()[1] != p) {
+            mt.result = u;
+            mt.v = u->inputs()[1];
+            return mt;
+        }
+        return std::nullopt;
+    }
+}
+
+// From softmax `s` back to the scores' dot: scalar factors and float converts, and at most one
+// added bias (below every factor: a factor applied after the bias would scale it too).
+bool backward_from_softmax(instruction_ref s, match& mt) {
+    instruction_ref x = s->inputs()[0];
+    bool seen_bias = false, seen_factor = false;
+    while (single_use(x)) {
+        if (x->get_operator().get_if<op::dot>() != nullptr) {
+            double scale = mt.scale;
+            mt.q = peel_scale(x->inputs()[0], scale);
+            mt.kt = peel_scale(x->inputs()[1], scale);
+            mt.scale = scale;
+            return true;
+        }
+        if (is_float_convert(x)) {
+            x = x->inputs()[0];
+            continue;
+        }
+        if (auto f = scaled_by_scalar(x)) {
+            if (!seen_bias) seen_factor = true;
+            mt.scale *= f->second;
+            x = f->first;
+            continue;
+        }
+        if (kind_of(x) == elementwise_kind::add && !seen_bias && !seen_factor) {
+            // The operand that leads back to the dot continues; the other is the bias.
+            auto leads_to_dot = [](instruction_ref y) {
+                for (int hops = 0; hops < 8 && single_use(y); ++hops) {
+                    if (y->get_operator().get_if<op::dot>() != nullptr) return true;
+                    if (is_float_convert(y)) {
+                        y = y->inputs()[0];
+                    } else if (auto f = scaled_by_scalar(y)) {
+                        y = f->first;
+                    } else {
+                        return false;
+                    }
+                }
+                return false;
+            };
+            const auto a = x->inputs()[0], b = x->inputs()[1];
+            const bool from_a = leads_to_dot(a);
+            if (!from_a && !leads_to_dot(b)) return false;
+            mt.bias = from_a ? b : a;
+            x = from_a ? a : b;
+            seen_bias = true;
+            continue;
+        }
+        return false;
+    }
+    return false;
+}
+
+} // namespace
+
+void fuse_attention::apply(module& m) const {
+    std::vector<instruction_ref> softmaxes;
+    for (instruction& ins : m) {
+        const auto* s = ins.get_operator().get_if<op::softmax>();
+        if (s != nullptr && !s->log &&
+            static_cast<std::size_t>(s->axis) + 1 == ins.get_shape().rank())
+            softmaxes.push_back(&ins);
+    }
+    for (instruction_ref s : softmaxes) {
+        auto mt = forward_from_softmax(s);
+        if (!mt || !backward_from_softmax(s, *mt)) continue;
+        const dtype t = mt->q->get_shape().type();
+        if (mt->kt->get_shape().type() != t || mt->v->get_shape().type() != t) continue;
+        const op::attention a{static_cast<float>(mt->scale), mt->zero_nan_rows};
+        std::vector<instruction_ref> inputs{mt->q, mt->kt, mt->v};
+        if (mt->bias) inputs.push_back(mt->bias);
+        std::vector<shape> in_shapes;
+        for (instruction_ref i : inputs)
+            in_shapes.push_back(i->get_shape());
+        // Shapes the op does not take (batch axes that broadcast, a bias of other lens) stay.
+        std::optional<shape> out;
+        try {
+            out = a.compute_shape(in_shapes);
+        } catch (const user_error&) {
+            continue;
+        }
+        if (out->lens() != mt->result->get_shape().lens() ||
+            out->type() != mt->result->get_shape().type())
+            continue;
+        m.replace_instruction(mt->result, a, inputs);
+    }
+}
+
+} // namespace conflux
