@@ -42,6 +42,9 @@ bool find_transpose_reshape_cancel(module& m, instruction_ref ins);
 // simplify_gather.cpp
 bool find_gather_constant_index(module& m, instruction_ref ins);
 
+// simplify_pool.cpp
+bool find_global_pool(module& m, instruction_ref ins);
+
 // simplify_transpose_elementwise.cpp
 bool find_transpose_through_elementwise(module& m, instruction_ref ins);
 

@@ -1,7 +1,8 @@
 // Simplify: constant folding (instructions whose inputs are all literals become literals),
 // batch-norm folded into the preceding convolution's weights and bias, identity views removed,
 // consecutive transposes merged or cancelled, consecutive reshapes merged, transpose/reshape
-// pairs that cancel removed, transposes moved through elementwise ops when that lets them cancel.
+// pairs that cancel removed, transposes moved through elementwise ops when that lets them cancel,
+// pools over the whole image turned into mean / max reductions.
 // Runs its rewrites to a fixed point. Precondition: none. Guarantee: same results.
 #pragma once
 
