@@ -3,6 +3,7 @@
 // and CTest reports the test as skipped (SKIP_REGULAR_EXPRESSION), never as passed.
 #include "conflux/cuda/target.hpp"
 #include "conflux/ir/output_comparison.hpp"
+#include "conflux/ops/attention.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/dot.hpp"
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -466,6 +468,81 @@ TEST(CudaOps, PoolingConvolutionDot) {
 
 // Issue 5's matrix on the GPU: every fused pattern family x f32/f16/bf16 x every candidate
 // perf config of its anchor, forced, run against the reference with poisoned outputs.
+// The fused attention kernel (issue 16) against the reference op: head dims, sequence lengths
+// that are not multiples of the 64-row / 64-key tiles, Whisper's 1500 positions, kt as the
+// transposed view the exporters give, keys and values broadcast over heads (grouped-query
+// attention), a broadcast mask with zero strides, -inf rows with and without the safe softmax.
+TEST(CudaOps, AttentionKernel) {
+    struct attention_case {
+        std::string name;
+        dtype t;
+        dims batch;
+        std::size_t sq, sk, d, dv;
+        int bias; // 0 none, 1 random [.., sq, sk], 2 broadcast [b, 1, 1, sk], 3 -inf rows
+        bool zero_nan;
+        bool grouped; // k and v broadcast over the head axis
+    };
+    const std::vector<attention_case> cases{
+        {"vit 197x197 d64", dtype::f16, {2, 3}, 197, 197, 64, 64, 0, false, false},
+        {"whisper 1500 d64", dtype::f16, {1, 2}, 1500, 1500, 64, 64, 0, false, false},
+        {"d128 mask", dtype::f16, {1, 2}, 100, 77, 128, 128, 1, false, false},
+        {"bf16 d72 dv40", dtype::bf16, {2, 2}, 33, 45, 72, 40, 1, false, false},
+        {"broadcast mask safe softmax", dtype::f16, {2, 2}, 70, 65, 32, 32, 2, true, false},
+        {"-inf rows safe softmax", dtype::f16, {1, 2}, 20, 20, 16, 16, 3, true, false},
+        {"-inf rows plain", dtype::bf16, {1, 1}, 20, 20, 16, 16, 3, false, false},
+        {"grouped query", dtype::f16, {1, 4}, 64, 130, 64, 64, 0, false, true},
+        {"one row one key", dtype::f16, {1}, 1, 1, 16, 16, 0, false, false},
+    };
+    for (const auto& c : cases) {
+        check_case("attention " + c.name, [&](module& m) {
+            auto with = [&](dims b, std::size_t x, std::size_t y) {
+                b.push_back(x);
+                b.push_back(y);
+                return b;
+            };
+            dims kv_batch = c.batch;
+            if (c.grouped) kv_batch.back() = 1;
+            auto q = param(m, "q", c.t, with(c.batch, c.sq, c.d));
+            auto keys = param(m, "k", c.t, with(kv_batch, c.sk, c.d));
+            auto v0 = param(m, "v", c.t, with(kv_batch, c.sk, c.dv));
+            std::vector<std::int64_t> perm;
+            for (std::size_t i = 0; i < c.batch.size(); ++i)
+                perm.push_back(std::int64_t(i));
+            perm.push_back(std::int64_t(c.batch.size() + 1));
+            perm.push_back(std::int64_t(c.batch.size()));
+            instruction_ref kt = m.add_instruction(op::transpose{perm}, {keys});
+            instruction_ref v = v0;
+            if (c.grouped) {
+                kt = m.add_instruction(op::broadcast{with(c.batch, c.d, c.sk)}, {kt});
+                v = m.add_instruction(op::broadcast{with(c.batch, c.sk, c.dv)}, {v});
+            }
+            std::vector<instruction_ref> in{q, kt, v};
+            const dims scores = with(c.batch, c.sq, c.sk);
+            if (c.bias == 1) in.push_back(param(m, "bias", c.t, scores));
+            if (c.bias == 2) {
+                dims small(c.batch.size(), 1);
+                small[0] = c.batch[0];
+                auto b = param(m, "mask", c.t, with(small, 1, c.sk));
+                in.push_back(m.add_instruction(op::broadcast{scores}, {b}));
+            }
+            if (c.bias == 3) {
+                // Rows 3 and 11 see no key at all; the others all but key 0.
+                std::size_t elements = 1;
+                for (auto l : scores)
+                    elements *= l;
+                std::vector<float> values(elements, 0.0f);
+                for (std::size_t i = 0; i < values.size(); ++i) {
+                    const std::size_t row = i / c.sk % c.sq, key = i % c.sk;
+                    if (row == 3 || row == 11 || key == 0)
+                        values[i] = -std::numeric_limits<float>::infinity();
+                }
+                in.push_back(m.add_literal(from_vector(c.t, scores, values)));
+            }
+            m.add_return({m.add_instruction(op::attention{0.3f, c.zero_nan}, in)});
+        });
+    }
+}
+
 TEST(CudaFusedGemmMatrix, EveryPatternDtypeAndConfigMatchesTheReference) {
     struct job {
         test::fused_pattern pattern;

@@ -23,6 +23,7 @@ std::map<std::string, generator_fn>& registry() {
         add_resize_generators();
         add_scatter_generators();
         add_direct_gemm_generators();
+        add_attention_generators();
         return true;
     }();
     (void)filled;

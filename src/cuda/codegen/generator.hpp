@@ -44,6 +44,7 @@ void add_top_k_generators();         // top_k
 void add_resize_generators();        // resize
 void add_scatter_generators();       // scatter_nd, scatter_elements
 void add_direct_gemm_generators();   // convolution, dot: simple correct kernels, not tuned
+void add_attention_generators();     // attention: the fused flash-attention kernel
 
 // The kernel for a module of views and index-expressible ops (what a `pointwise` op, a split
 // part of a fused gemm op or a layout copy holds): parameters bound to `inputs` in order, each
