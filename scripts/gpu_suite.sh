@@ -13,10 +13,10 @@ pack() {
     set -e
     cmake -S . -B build -G Ninja >/dev/null
     cmake --build build --target conflux_tool gpu_op_tests gpu_gemm_kernel_test onnx_conformance \
-        conflux_bench_conv_layers gpu_problem_cache_test gpu_device_binding_test
+        conflux_bench_conv_layers conflux_bench_attention gpu_problem_cache_test gpu_device_binding_test
     rm -rf .gpu && mkdir -p .gpu/bin
     cp build/bin/conflux build/bin/gpu_op_tests build/bin/gpu_gemm_kernel_test build/bin/onnx_conformance \
-        build/bin/conflux_bench_conv_layers build/bin/gpu_problem_cache_test \
+        build/bin/conflux_bench_conv_layers build/bin/conflux_bench_attention build/bin/gpu_problem_cache_test \
         build/bin/gpu_device_binding_test .gpu/bin/
     strip .gpu/bin/*
     # What the binaries were built from (the device's copy of the tree may carry a stale .git).

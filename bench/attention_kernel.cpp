@@ -1,0 +1,129 @@
+// conflux_bench_attention: the fused attention kernel (the attention op on the CUDA target) on
+// the shapes issue 16 names — sequence 197 (ViT), 1500 (Whisper's encoder) and 4096, head dims
+// 64 and 128, f16 — profiled like the other benches (CUDA graph replays, median), and checked
+// once against the unfused chain (dot -> scale -> softmax -> dot) on the same target. Prints one
+// JSON object per shape; bench/attention_vs_sdpa.sh puts F.scaled_dot_product_attention beside
+// it in the same call. --list prints the shapes as JSON for the PyTorch side.
+#include "conflux/cuda/target.hpp"
+#include "conflux/ir/output_comparison.hpp"
+#include "conflux/ir/program.hpp"
+#include "conflux/ops/attention.hpp"
+#include "conflux/ops/dot.hpp"
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/reduce.hpp"
+#include "conflux/ops/views.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <iostream>
+#include <random>
+
+namespace conflux::bench {
+namespace {
+
+struct attention_shape {
+    std::string name;
+    std::size_t batch, heads, seq, head_dim;
+    double flops() const { return 4.0 * double(batch * heads) * double(seq) * seq * head_dim; }
+};
+
+const std::vector<attention_shape> shapes{
+    {"vit_197_d64", 32, 12, 197, 64},     {"vit_197_d128", 32, 6, 197, 128},
+    {"whisper_1500_d64", 8, 6, 1500, 64}, {"whisper_1500_d128", 8, 3, 1500, 128},
+    {"long_4096_d64", 2, 16, 4096, 64},   {"long_4096_d128", 2, 8, 4096, 128},
+};
+
+// q, k, v [batch, heads, seq, d]; fused: the attention op on q, k^T (a view), v; unfused: the
+// chain the exporters write.
+program build(const attention_shape& s, bool fused) {
+    program p;
+    module& m = p.main();
+    const shape x{dtype::f16, {s.batch, s.heads, s.seq, s.head_dim}};
+    auto q = m.add_parameter("q", x);
+    auto k = m.add_parameter("k", x);
+    auto v = m.add_parameter("v", x);
+    auto kt = m.add_instruction(op::transpose{{0, 1, 3, 2}}, {k});
+    const float scale = 1.0f / std::sqrt(float(s.head_dim));
+    if (fused) {
+        m.add_return({m.add_instruction(op::attention{scale, false}, {q, kt, v})});
+        return p;
+    }
+    auto scores = m.add_instruction(op::dot{}, {q, kt});
+    auto c = m.add_literal(from_vector(dtype::f16, {}, std::vector<float>{scale}));
+    auto cb = m.add_instruction(op::broadcast{scores->get_shape().lens()}, {c});
+    auto scaled = m.add_instruction(op::make_elementwise(op::elementwise_kind::mul), {scores, cb});
+    auto probabilities = m.add_instruction(op::softmax{3}, {scaled});
+    m.add_return({m.add_instruction(op::dot{}, {probabilities, v})});
+    return p;
+}
+
+int run(const std::string& only, bool check) {
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (const auto& s : shapes) {
+        if (!only.empty() && s.name.find(only) == std::string::npos) continue;
+        std::map<std::string, argument> params;
+        for (const char* n : {"q", "k", "v"}) {
+            std::vector<float> values(s.batch * s.heads * s.seq * s.head_dim);
+            for (auto& x : values)
+                x = dist(rng);
+            params[n] = from_vector(dtype::f16, {s.batch, s.heads, s.seq, s.head_dim}, values);
+        }
+        nlohmann::json row{{"shape", s.name},
+                           {"batch", s.batch},
+                           {"heads", s.heads},
+                           {"seq", s.seq},
+                           {"head_dim", s.head_dim}};
+        try {
+            cuda::compile_options o;
+            o.tune = cuda::tune_mode::quick;
+            for (bool fused : {true, false}) {
+                auto compiled = cuda::compile(build(s, fused), o);
+                const auto prof = compiled.profile(params, {10, 50});
+                const std::string key = fused ? "fused" : "unfused";
+                row[key + "_ms"] = prof.median_ms;
+                row[key + "_tflops"] = s.flops() / (prof.median_ms * 1e-3) / 1e12;
+                row[key + "_launches"] = compiled.stats().launches;
+                if (check && fused) {
+                    auto unfused = cuda::compile(build(s, false), o);
+                    const auto want = unfused.run(params);
+                    const auto got = compiled.run(params, {.poison = true});
+                    const output_comparison c = compare_outputs(got[0], want[0]);
+                    row["rel_rms_vs_unfused"] = c.relative_rms;
+                    row["check"] = c.passed ? "pass" : "FAIL";
+                }
+            }
+        } catch (const std::exception& e) {
+            row["error"] = e.what();
+        }
+        std::cout << row.dump() << std::endl;
+    }
+    return 0;
+}
+
+} // namespace
+} // namespace conflux::bench
+
+int main(int argc, char** argv) {
+    CLI::App app{"The fused attention kernel on issue 16's shapes, f16, against the unfused chain"};
+    bool list = false, check = true;
+    std::string only;
+    app.add_flag("--list", list, "Print the shapes as JSON and stop");
+    app.add_option("--only", only, "Shapes whose name contains this");
+    app.add_flag("!--no-check", check, "Skip the comparison with the unfused chain");
+    CLI11_PARSE(app, argc, argv);
+    if (list) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& s : conflux::bench::shapes)
+            j.push_back({{"name", s.name},
+                         {"batch", s.batch},
+                         {"heads", s.heads},
+                         {"seq", s.seq},
+                         {"head_dim", s.head_dim}});
+        std::cout << j.dump() << "\n";
+        return 0;
+    }
+    return conflux::bench::run(only, check);
+}
