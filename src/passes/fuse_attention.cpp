@@ -194,6 +194,16 @@ void fuse_attention::apply(module& m) const {
         if (out->lens() != mt->result->get_shape().lens() ||
             out->type() != mt->result->get_shape().type())
             continue;
+        if (obstacle) {
+            const std::string why = obstacle(in_shapes);
+            if (!why.empty()) {
+                if (note)
+                    note("attention q " + to_string(in_shapes[0]) + " kt " +
+                         to_string(in_shapes[1]) + " v " + to_string(in_shapes[2]) +
+                         ": unfused (dot, softmax, dot): " + why);
+                continue;
+            }
+        }
         m.replace_instruction(mt->result, a, inputs);
     }
 }

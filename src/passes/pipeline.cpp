@@ -1,7 +1,6 @@
 #include "conflux/passes/pipeline.hpp"
 
 #include "conflux/passes/dce.hpp"
-#include "conflux/passes/fuse_attention.hpp"
 #include "conflux/passes/fuse_gemm.hpp"
 #include "conflux/passes/fuse_pointwise.hpp"
 #include "conflux/passes/layout.hpp"
@@ -11,7 +10,7 @@
 namespace conflux {
 
 std::vector<pass> target_independent_passes(std::optional<dtype> precision,
-                                            attention_fusion attention) {
+                                            std::optional<fuse_attention> attention) {
     std::vector<pass> passes{
         simplify{}, // fold constants and batch norms, cancel views
         dce{},      //
@@ -23,8 +22,8 @@ std::vector<pass> target_independent_passes(std::optional<dtype> precision,
                       simplify{},    // cancel the transposes between consecutive convolutions
                       dce{},         //
                   });
-    if (attention == attention_fusion::on) // softmax(q.kt * scale + bias).v -> attention
-        passes.insert(passes.end(), {fuse_attention{}, dce{}});
+    if (attention) // softmax(q.kt * scale + bias).v -> attention
+        passes.insert(passes.end(), {std::move(*attention), dce{}});
     passes.insert(passes.end(),
                   {
                       fuse_pointwise{}, // elementwise DAGs -> pointwise ops

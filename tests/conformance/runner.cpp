@@ -179,7 +179,7 @@ std::optional<verdict> run_data_set(const test_case& test, const model_signature
     }
 
     if (run.optimize)
-        run_passes(p.main(), target_independent_passes(std::nullopt, attention_fusion::on));
+        run_passes(p.main(), target_independent_passes(std::nullopt, fuse_attention{}));
 
     ref::parameter_map params;
     for (auto& in : inputs)

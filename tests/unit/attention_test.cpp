@@ -208,3 +208,39 @@ TEST(attention, shape_errors_name_the_operands) {
 }
 
 } // namespace
+
+// A target that cannot run some attention (the CUDA kernel: f32, head dims over 128) keeps the
+// chain and says why; one that can gets the op.
+TEST(attention, a_target_obstacle_keeps_the_chain_and_names_the_reason) {
+    std::vector<std::string> notes;
+    std::vector<std::vector<shape>> asked;
+    auto refuse = [&](module& m) {
+        fuse_attention{.obstacle =
+                           [&](const std::vector<shape>& in) {
+                               asked.push_back(in);
+                               return std::string("head dim 8 is too small for this test");
+                           },
+                       .note = [&](const std::string& n) { notes.push_back(n); }}
+            .apply(m);
+        dce{}.apply(m);
+    };
+    auto p = transform_and_compare(sdpa_chain, refuse, 0);
+    EXPECT_EQ(count_named(p.main(), "attention"), 0u) << p.to_string();
+    EXPECT_EQ(count_named(p.main(), "softmax"), 1u);
+    ASSERT_EQ(asked.size(), 1u);
+    ASSERT_EQ(asked[0].size(), 4u); // q, kt, v and the mask
+    EXPECT_EQ(asked[0][0].lens(), q_shape.lens());
+    EXPECT_EQ(asked[0][1].lens(), kt_shape.lens());
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("head dim 8 is too small for this test"), std::string::npos)
+        << notes[0];
+    EXPECT_NE(notes[0].find("unfused"), std::string::npos) << notes[0];
+
+    auto accept = [](module& m) {
+        fuse_attention{.obstacle = [](const std::vector<shape>&) { return std::string(); }}.apply(
+            m);
+        dce{}.apply(m);
+    };
+    auto p2 = transform_and_compare(sdpa_chain, accept, 1e-5);
+    EXPECT_EQ(count_named(p2.main(), "attention"), 1u) << p2.to_string();
+}

@@ -3,6 +3,9 @@
 // the same kernels on a GPU against the reference target.
 #include "conflux/cuda/target.hpp"
 #include "conflux/ops/attention.hpp"
+#include "conflux/ops/dot.hpp"
+#include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
 #include "cuda/codegen/attention_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
@@ -91,6 +94,48 @@ TEST(CudaAttentionKernel, LowersThroughTheCudaTarget) {
     o.use_kernel_cache = false;
     const auto compiled = compile(std::move(p), o);
     EXPECT_EQ(compiled.stats().kernels, 1u);
+}
+
+// softmax(q . kt * 0.125) . v as an exporter writes it: the CUDA target fuses it into the one
+// attention kernel when the kernel takes it (f16), and keeps the chain with the reason in the
+// trace when not (f32).
+TEST(CudaAttentionKernel, TheCudaPipelineFusesWhatTheKernelTakes) {
+    auto compile_chain = [](dtype t) {
+        program p;
+        module& m = p.main();
+        auto q = m.add_parameter("q", shape{t, {1, 2, 40, 64}});
+        auto k = m.add_parameter("k", shape{t, {1, 2, 40, 64}});
+        auto v = m.add_parameter("v", shape{t, {1, 2, 40, 64}});
+        auto kt = m.add_instruction(op::transpose{{0, 1, 3, 2}}, {k});
+        auto s = m.add_instruction(op::dot{}, {q, kt});
+        auto c = m.add_literal(from_vector(t, {}, std::vector<float>{0.125f}));
+        auto scaled =
+            m.add_instruction(op::make_elementwise(op::elementwise_kind::mul),
+                              {s, m.add_instruction(op::broadcast{s->get_shape().lens()}, {c})});
+        auto prob = m.add_instruction(op::softmax{3}, {scaled});
+        m.add_return({m.add_instruction(op::dot{}, {prob, v})});
+        compile_options o;
+        o.arch = "sm_90";
+        o.tune = tune_mode::none;
+        o.use_problem_cache = false;
+        o.use_kernel_cache = false;
+        return compile(std::move(p), o);
+    };
+    auto attention_notes = [](const compiled_program& c) {
+        std::vector<std::string> notes;
+        for (const auto& line : c.trace())
+            if (line.rfind("attention ", 0) == 0) notes.push_back(line);
+        return notes;
+    };
+    const auto f16 = compile_chain(dtype::f16);
+    EXPECT_EQ(f16.stats().launches, 1u);
+    EXPECT_TRUE(attention_notes(f16).empty());
+    const auto f32 = compile_chain(dtype::f32);
+    EXPECT_GT(f32.stats().launches, 1u);
+    const auto notes = attention_notes(f32);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("unfused"), std::string::npos) << notes[0];
+    EXPECT_NE(notes[0].find("f16 or bf16"), std::string::npos) << notes[0];
 }
 
 } // namespace

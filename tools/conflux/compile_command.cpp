@@ -22,9 +22,10 @@ struct compile_options {
 
 int compile(const compile_options& options) {
     const std::string target = resolve_target(options.target, std::cerr);
-    // What the target runs: the reference target fuses attention, the CUDA target not yet.
-    auto passes = target_independent_passes(std::nullopt, target == "cuda" ? attention_fusion::off
-                                                                           : attention_fusion::on);
+    // What the target runs.
+    const cuda::compile_options cuda_options = to_cuda_options(options.target, std::cerr);
+    auto passes = target == "cuda" ? cuda::target_passes(cuda_options)
+                                   : target_independent_passes(std::nullopt, fuse_attention{});
     if (!options.print_after.empty()) {
         bool known = false;
         std::string names;
@@ -46,8 +47,7 @@ int compile(const compile_options& options) {
                              .print_after = options.print_after};
             run_passes(traced.main(), passes, trace);
         }
-        cuda::compiled_program compiled =
-            cuda::compile(std::move(p), to_cuda_options(options.target, std::cerr));
+        cuda::compiled_program compiled = cuda::compile(std::move(p), cuda_options);
         print_tuning_summary(options.target, compiled, std::cerr);
         print_compile_trace(options.target, compiled, std::cout);
         compiled.print(std::cout);

@@ -103,7 +103,7 @@ int run(const run_options& options) {
         // model. --fp16/--bf16 convert the model first, so the reference shows their effect.
         const std::optional<dtype> precision = precision_of(options.target);
         if (options.optimize || precision)
-            run_passes(p.main(), target_independent_passes(precision, attention_fusion::on));
+            run_passes(p.main(), target_independent_passes(precision, fuse_attention{}));
         start = std::chrono::steady_clock::now();
         results = ref::evaluate(p, params);
         stop = std::chrono::steady_clock::now();

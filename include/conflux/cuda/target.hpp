@@ -9,6 +9,7 @@
 #include "conflux/cuda/run_options.hpp"
 #include "conflux/cuda/tune_mode.hpp"
 #include "conflux/ir/program.hpp"
+#include "conflux/passes/pass.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -68,6 +69,12 @@ struct compile_stats {
     std::size_t problems = 0, reused = 0, tuned = 0, heuristic = 0, disqualified = 0;
     double tuning_seconds = 0;
 };
+
+// The passes compile() runs before lowering, in order (what `conflux compile --print-passes`
+// shows for the CUDA target). Attention is fused where the attention kernel takes its shapes;
+// `note` is told of every attention left unfused and why.
+std::vector<pass> target_passes(const compile_options& options,
+                                std::function<void(const std::string&)> note = {});
 
 class compiled_program {
 public:

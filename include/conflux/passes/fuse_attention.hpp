@@ -15,9 +15,19 @@
 
 #include "conflux/ir/module.hpp"
 
+#include <functional>
+#include <string>
+#include <vector>
+
 namespace conflux {
 
 struct fuse_attention {
+    // When set: why the target cannot run an attention op with these input shapes (q, kt, v
+    // and the bias if any), empty when it can. A match the target cannot run stays as it was.
+    std::function<std::string(const std::vector<shape>&)> obstacle;
+    // When set: told of each match left as it was, with the reason (--trace-compile).
+    std::function<void(const std::string&)> note;
+
     std::string name() const { return "fuse_attention"; }
     void apply(module& m) const;
 };

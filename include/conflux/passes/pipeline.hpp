@@ -3,6 +3,7 @@
 #pragma once
 
 #include "conflux/ir/dtype.hpp"
+#include "conflux/passes/fuse_attention.hpp"
 #include "conflux/passes/pass.hpp"
 
 #include <optional>
@@ -15,11 +16,10 @@ namespace conflux {
 // `precision` (f16 or bf16: --fp16 / --bf16) the f32 model is converted to it after the first
 // simplify (so batch norms fold in f32 first).
 //
-// `attention`: whether the target runs scaled-dot-product attention as one op (fuse_attention).
-// The reference target does (its op evaluates it exactly); the CUDA target not until its
-// attention kernel has been measured on the device (issue 16).
-enum class attention_fusion { off, on };
+// `attention`: when given, scaled-dot-product attention becomes one op where the pass's
+// `obstacle` allows (the reference target: everywhere, its op evaluates it exactly; the CUDA
+// target: the shapes its attention kernel takes).
 std::vector<pass> target_independent_passes(std::optional<dtype> precision = std::nullopt,
-                                            attention_fusion attention = attention_fusion::off);
+                                            std::optional<fuse_attention> attention = std::nullopt);
 
 } // namespace conflux

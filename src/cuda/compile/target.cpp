@@ -4,6 +4,7 @@
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/util/errors.hpp"
+#include "cuda/codegen/attention_kernel.hpp"
 #include "cuda/jit/compile_kernels.hpp"
 #include "cuda/jit/kernel_cache.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
@@ -66,14 +67,21 @@ std::string choose_arch(const compile_options& options) {
 
 } // namespace
 
+std::vector<pass> target_passes(const compile_options& options,
+                                std::function<void(const std::string&)> note) {
+    return target_independent_passes(
+        options.precision, fuse_attention{.obstacle = attention_kernel_obstacle, .note = note});
+}
+
 compiled_program compile(program p, const compile_options& options) {
     const auto start = std::chrono::steady_clock::now();
     compiled_program result;
     result.impl_ = std::make_unique<compiled_program::impl>();
     auto& d = *result.impl_;
     d.stats.arch = choose_arch(options);
-    // Attention stays unfused here until the CUDA attention kernel is measured (issue 16).
-    run_passes(p.main(), target_independent_passes(options.precision, attention_fusion::off));
+    std::vector<std::string> pass_notes;
+    run_passes(p.main(),
+               target_passes(options, [&](const std::string& n) { pass_notes.push_back(n); }));
     lowering_options lopts;
     lopts.perf_config = options.perf_config;
     lopts.exact_fp32 = options.exact_fp32;
@@ -111,6 +119,7 @@ compiled_program compile(program p, const compile_options& options) {
         return configs.choose(c, trace);
     };
     d.lowered = lower_program(p, lopts);
+    d.lowered.trace.insert(d.lowered.trace.begin(), pass_notes.begin(), pass_notes.end());
 
     compile_kernels_options copts;
     copts.arch = d.stats.arch;
