@@ -367,6 +367,35 @@ TEST(CudaOps, Normalisation) {
             auto b = param(m, "b", t, {768});
             m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {x, s, b})});
         });
+        // The dense-row kernel (layer_norm.cuh): odd lengths one element at a time, long rows
+        // a block each, no bias, ConvNeXt's channels-last norm, and rows of a slice (strides a
+        // multiple of the vector, the start not aligned: the kernel's one-element path).
+        for (const auto& [label, lens] :
+             std::vector<std::pair<std::string, dims>>{{"odd rows", {3, 50, 77}},
+                                                       {"rows of 4096", {2, 9, 4096}},
+                                                       {"rows of 20000", {3, 20000}},
+                                                       {"channels last", {2, 7, 7, 96}}}) {
+            check_case("layer_norm " + label + " " + ts, [&, lens = lens](module& m) {
+                const std::size_t c = lens.back();
+                auto x = param(m, "x", t, lens);
+                auto s = param(m, "s", t, {c});
+                auto b = param(m, "b", t, {c});
+                m.add_return({m.add_instruction(
+                    op::layer_norm{std::int64_t(lens.size()) - 1, 1e-5f}, {x, s, b})});
+            });
+        }
+        check_case("layer_norm no bias " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {5, 33, 384});
+            auto s = param(m, "s", t, {384});
+            m.add_return({m.add_instruction(op::layer_norm{2, 1e-6f}, {x, s})});
+        });
+        check_case("layer_norm of a slice " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {4, 70, 776});
+            auto v = m.add_instruction(op::slice{{2}, {1}, {769}, {1}}, {x});
+            auto s = param(m, "s", t, {768});
+            auto b = param(m, "b", t, {768});
+            m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {v, s, b})});
+        });
         check_case("batch_norm " + ts, [&](module& m) {
             auto x = param(m, "x", t, {2, 5, 6, 6});
             std::vector<instruction_ref> in{x};

@@ -235,9 +235,17 @@ op::layer_norm layer_norm_op(std::int64_t axis) {
 TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
     const operation last = layer_norm_op(2);
     const shape x{dtype::f32, {4, 8, 512}};
+    // Dense rows: layer_norm.cuh, 128 float4 vectors per row over a warp, two rows per block.
     const auto k = compile(last, {x, shape{dtype::f32, {512}}, shape{dtype::f32, {512}}});
-    EXPECT_EQ(k.launch.grid[0], 32u); // a block per row
-    EXPECT_EQ(k.launch.block[0], 256u);
+    EXPECT_NE(k.code.find("cx_layer_norm<float, 512, 4, 32, 64, true>"), std::string::npos)
+        << k.code;
+    EXPECT_EQ(k.launch.grid[0], 16u);
+    EXPECT_EQ(k.launch.block[0], 64u);
+    // f64 and rows that are not dense: the general kernel, a block per row.
+    const auto g = compile(last, {shape{dtype::f64, {4, 8, 512}}, shape{dtype::f64, {512}}});
+    EXPECT_EQ(g.code.find("cx_layer_norm<"), std::string::npos);
+    EXPECT_EQ(g.launch.grid[0], 32u);
+    EXPECT_EQ(g.launch.block[0], 256u);
     compile(last, {x, shape{dtype::f32, {512}}});
     compile(last,
             {shape{dtype::f16, {4, 8, 512}}, shape{dtype::f16, {512}}, shape{dtype::f16, {512}}});
@@ -249,9 +257,30 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
                   strided(dtype::f32, {1, 64}, {0, 1}), shape{dtype::f32, {64}}});
     compile(two, {x, shape{dtype::f32, {8, 512}}, shape{dtype::f32, {8, 512}}},
             transposed_shape(dtype::f32, {4, 8, 512}, {1, 2, 0}));
-    // Short rows: a thread each.
+    // Short dense rows: a thread each, four float4 vectors.
     const auto s = compile(last, {shape{dtype::f32, {1000, 4, 16}}, shape{dtype::f32, {16}}});
-    EXPECT_EQ(s.launch.grid[0], (4000u + 255) / 256);
+    EXPECT_NE(s.code.find("cx_layer_norm<float, 16, 4, 1, 64, false>"), std::string::npos);
+    EXPECT_EQ(s.launch.grid[0], (4000u + 63) / 64);
+    // Short rows that are not dense: a thread each in the general kernel.
+    const auto st = compile(
+        last, {transposed_shape(dtype::f32, {1000, 4, 16}, {2, 0, 1}), shape{dtype::f32, {16}}});
+    EXPECT_EQ(st.code.find("cx_layer_norm<"), std::string::npos);
+    EXPECT_EQ(st.launch.grid[0], (4000u + 255) / 256);
+    // Long rows: a block per row (f16 rows of 4096: 128 threads of four 8-element vectors);
+    // odd lengths load one element at a time; rows whose strides are not multiples of a vector
+    // narrow the vector; a row too long for registers takes the general kernel.
+    const auto l = compile(last, {shape{dtype::f16, {2, 3, 4096}}, shape{dtype::f16, {4096}},
+                                  shape{dtype::f16, {4096}}});
+    EXPECT_NE(l.code.find("cx_layer_norm<cx_f16, 4096, 8, 128, 128, true>"), std::string::npos);
+    EXPECT_EQ(l.launch.grid[0], 6u);
+    const auto odd = compile(last, {shape{dtype::bf16, {2, 3, 77}}, shape{dtype::bf16, {77}}});
+    EXPECT_NE(odd.code.find("cx_layer_norm<cx_bf16, 77, 1, 32, 64, false>"), std::string::npos);
+    const auto padded =
+        compile(layer_norm_op(1), {strided(dtype::f16, {6, 64}, {66, 1}), shape{dtype::f16, {64}}});
+    EXPECT_NE(padded.code.find("cx_layer_norm<cx_f16, 64, 2, 8, 64, false>"), std::string::npos);
+    const auto huge =
+        compile(last, {shape{dtype::f32, {1, 2, 200000}}, shape{dtype::f32, {200000}}});
+    EXPECT_EQ(huge.code.find("cx_layer_norm<"), std::string::npos);
     // A negative axis counts from the end.
     compile(layer_norm_op(-1), {x, shape{dtype::f32, {512}}});
 }

@@ -1,6 +1,9 @@
-// layer_normalization: one row (the axes from `axis` on) per block, or per thread for short
-// rows; two passes for mean and variance, as the reference does (E[x^2] - E[x]^2 cancels badly),
-// then a third that writes. Statistics in float (double for f64).
+// layer_normalization. Rows that are dense in memory (f16, bf16, f32; scale and bias dense too),
+// as every transformer's and ConvNeXt's channels-last norm is: kernels/layer_norm.cuh, a group
+// of threads per row holding it in registers, vector loads. Any other row: one row (the axes
+// from `axis` on) per block, or per thread for short rows; two passes for mean and variance, as
+// the reference does (E[x^2] - E[x]^2 cancels badly), then a third that writes. Statistics in
+// float (double for f64).
 #include "cuda/codegen/generator.hpp"
 
 #include "conflux/ops/normalization.hpp"
@@ -8,9 +11,92 @@
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 
+#include <algorithm>
+#include <optional>
+
 namespace conflux::cuda {
 
 namespace {
+
+// Whether the axes from `axis` on are one dense block of s (len-1 axes aside).
+bool dense_from(const shape& s, std::size_t axis) {
+    std::size_t expected = 1;
+    for (std::size_t i = s.rank(); i-- > axis;) {
+        if (s.lens()[i] == 1) continue;
+        if (s.strides()[i] != expected) return false;
+        expected *= s.lens()[i];
+    }
+    return true;
+}
+
+std::size_t pow2_at_least(std::size_t n) {
+    std::size_t p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+// The kernel for dense rows (layer_norm.cuh), or nothing when the rows are not dense or too long
+// to stay in registers.
+std::optional<kernel_source> dense_rows_kernel(const kernel_request& r, const op::layer_norm& op,
+                                               std::size_t axis, std::size_t rows,
+                                               std::size_t row_length) {
+    const shape &x = r.inputs[0], &y = r.outputs[0];
+    const dtype t = x.type();
+    if (t != dtype::f16 && t != dtype::bf16 && t != dtype::f32) return std::nullopt;
+    if (y.type() != t || !dense_from(x, axis) || !dense_from(y, axis)) return std::nullopt;
+    for (std::size_t i = 1; i < r.inputs.size(); ++i) {
+        const shape& p = r.inputs[i];
+        if (p.type() != t || p.elements() != row_length || !dense_from(p, 0)) return std::nullopt;
+    }
+    // Elements per load: 16 bytes where the row length and the rows' strides allow.
+    std::size_t vec = 16 / size_of(t);
+    auto strides_allow = [&](const shape& s) {
+        for (std::size_t i = 0; i < axis; ++i)
+            if (s.lens()[i] > 1 && s.strides()[i] % vec != 0) return false;
+        return true;
+    };
+    while (vec > 1 && (row_length % vec != 0 || !strides_allow(x) || !strides_allow(y)))
+        vec /= 2;
+    // A group of threads per row, about four vectors each; a row of more than 128 vectors gets
+    // a block, and one that would need more than 32 values per thread the general kernel.
+    const std::size_t vectors = row_length / vec;
+    const std::size_t threads = std::min<std::size_t>(pow2_at_least((vectors + 3) / 4), 1024);
+    const std::size_t chunks = (vectors + threads - 1) / threads;
+    if (chunks * vec > 32) return std::nullopt;
+    // Small problems get small blocks so that more SMs have work.
+    const std::size_t block =
+        threads > 32 ? threads
+                     : (rows * threads >= 256 * 264 ? 256 : std::max<std::size_t>(64, threads));
+    const std::size_t groups = threads > 32 ? 1 : block / threads;
+    const std::size_t blocks = (rows + groups - 1) / groups;
+    if (blocks > 0x7fffffffu) return std::nullopt;
+
+    const dims outer_lens(x.lens().begin(), x.lens().begin() + std::ptrdiff_t(axis));
+    const std::vector<std::string> names = text::names("a", axis);
+    auto row_start = [&](const std::string& name, const shape& s) {
+        const dims strides(s.strides().begin(), s.strides().begin() + std::ptrdiff_t(axis));
+        std::string f = "    const auto " + name + " = [](long long row) -> long long {\n";
+        if (axis > 0) {
+            f += text::decompose("row", outer_lens, names, "        ");
+            f += "        return " + text::offset(names, outer_lens, strides) + ";\n";
+        } else {
+            f += "        return 0;\n";
+        }
+        return f + "    };\n";
+    };
+    const bool has_bias = r.inputs.size() > 2;
+    std::string body = row_start("x_row", x) + row_start("y_row", y);
+    body += "    cx_layer_norm<" + storage_type(t) + ", " + std::to_string(row_length) + ", " +
+            std::to_string(vec) + ", " + std::to_string(threads) + ", " + std::to_string(block) +
+            ", " + (has_bias ? "true" : "false") + ">(in0, in1, " + (has_bias ? "in2" : "nullptr") +
+            ", out0, " + compute_literal(dtype::f32, double(op.epsilon)) + ", " +
+            text::integer_literal(rows) + ", x_row, y_row);\n";
+    launch_dims l;
+    l.grid = {unsigned(blocks), 1, 1};
+    l.block = {unsigned(block), 1, 1};
+    return text::make_kernel(r, body, l, {"types.cuh", "reduce.cuh", "layer_norm.cuh"});
+}
 
 kernel_source generate_layer_norm(const kernel_request& r) {
     const auto* op = r.op->get_if<op::layer_norm>();
@@ -54,6 +140,8 @@ kernel_source generate_layer_norm(const kernel_request& r) {
         const std::vector<std::string> index(names.end() - std::ptrdiff_t(p.rank()), names.end());
         return text::offset(index, p.lens(), p.strides());
     };
+
+    if (auto k = dense_rows_kernel(r, *op, axis, rows, row_length)) return *k;
 
     const std::vector<std::size_t> row_axes = [&] {
         std::vector<std::size_t> a;
