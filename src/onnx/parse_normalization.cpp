@@ -33,6 +33,11 @@ outputs build_layer_norm(node_context& c) {
         c.unsupported("only output 0 (Y) is supported, not Mean or InvStdDev");
     auto x = c.input(0);
     auto axis = c.normalize_axis(c.attr_int("axis", -1), x->get_shape().rank());
+    // ONNX gives X, Scale and B one type (the op itself also takes f32 parameters for 16-bit X).
+    for (std::size_t i = 1; i < 3; ++i)
+        if (c.has_input(i) && c.input_shape(i).type() != x->get_shape().type())
+            c.fail(i == 1 ? "Scale" : "B", " is ", to_string(c.input_shape(i).type()), " but X is ",
+                   to_string(x->get_shape().type()));
     std::vector<instruction_ref> inputs{x, c.input(1)};
     if (c.has_input(2)) inputs.push_back(c.input(2));
     return {c.add(op::layer_norm{axis, c.attr_float("epsilon", 1e-5f)}, inputs)};

@@ -110,7 +110,9 @@ shape layer_norm::compute_shape(const std::vector<shape>& in) const {
     const char* names[] = {"scale", "bias"};
     for (std::size_t i = 1; i < in.size(); ++i) {
         const auto& p = in[i];
-        CONFLUX_USER_CHECK(p.type() == x.type(), op, ": ", names[i - 1], " is ",
+        const bool f32_for_16bit =
+            p.type() == dtype::f32 && (x.type() == dtype::f16 || x.type() == dtype::bf16);
+        CONFLUX_USER_CHECK(p.type() == x.type() || f32_for_16bit, op, ": ", names[i - 1], " is ",
                            to_string(p.type()), " but input is ", to_string(x.type()));
         bool fits = p.rank() <= normalised.size();
         for (std::size_t d = 0; fits && d < p.rank(); ++d) {

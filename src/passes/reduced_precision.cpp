@@ -32,6 +32,21 @@ void reduced_precision::apply(module& m) const {
             m.replace_instruction(ins, op, inputs, modules, true);
             continue;
         }
+        if (op.traits().reads_16bit_input && !inputs.empty() &&
+            inputs[0]->get_shape().type() == target) {
+            // Input 0 as it is; the others in f32: an f32 parameter or literal itself (its
+            // values, not their 16-bit rounding), anything else converted back.
+            for (std::size_t i = 1; i < inputs.size(); ++i) {
+                const instruction_ref original = ins->inputs()[i];
+                if ((original->is_param() || original->is_literal()) &&
+                    original->get_shape().type() == dtype::f32)
+                    inputs[i] = original;
+                else if (inputs[i]->get_shape().type() == target)
+                    inputs[i] = m.insert_instruction(ins, convert_to(dtype::f32), {inputs[i]});
+            }
+            m.replace_instruction(ins, op, inputs, modules, true);
+            continue;
+        }
         for (instruction_ref& in : inputs)
             if (!in->get_shape().is_tuple() && in->get_shape().type() == target)
                 in = m.insert_instruction(ins, convert_to(dtype::f32), {in});

@@ -384,6 +384,13 @@ TEST(CudaOps, Normalisation) {
                     op::layer_norm{std::int64_t(lens.size()) - 1, 1e-5f}, {x, s, b})});
             });
         }
+        if (t != dtype::f32)
+            check_case("layer_norm f32 scale and bias " + ts, [&](module& m) {
+                auto x = param(m, "x", t, {4, 70, 768});
+                auto s = param(m, "s", dtype::f32, {768});
+                auto b = param(m, "b", dtype::f32, {768});
+                m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {x, s, b})});
+            });
         check_case("layer_norm no bias " + ts, [&](module& m) {
             auto x = param(m, "x", t, {5, 33, 384});
             auto s = param(m, "s", t, {384});

@@ -7,6 +7,7 @@
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/resize.hpp"
+#include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
 
@@ -237,7 +238,7 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
     const shape x{dtype::f32, {4, 8, 512}};
     // Dense rows: layer_norm.cuh, 128 float4 vectors per row over a warp, two rows per block.
     const auto k = compile(last, {x, shape{dtype::f32, {512}}, shape{dtype::f32, {512}}});
-    EXPECT_NE(k.code.find("cx_layer_norm<float, 512, 4, 32, 64, true>"), std::string::npos)
+    EXPECT_NE(k.code.find("cx_layer_norm<float, float, 512, 4, 32, 64, true>"), std::string::npos)
         << k.code;
     EXPECT_EQ(k.launch.grid[0], 16u);
     EXPECT_EQ(k.launch.block[0], 64u);
@@ -259,7 +260,7 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
             transposed_shape(dtype::f32, {4, 8, 512}, {1, 2, 0}));
     // Short dense rows: a thread each, four float4 vectors.
     const auto s = compile(last, {shape{dtype::f32, {1000, 4, 16}}, shape{dtype::f32, {16}}});
-    EXPECT_NE(s.code.find("cx_layer_norm<float, 16, 4, 1, 64, false>"), std::string::npos);
+    EXPECT_NE(s.code.find("cx_layer_norm<float, float, 16, 4, 1, 64, false>"), std::string::npos);
     EXPECT_EQ(s.launch.grid[0], (4000u + 63) / 64);
     // Short rows that are not dense: a thread each in the general kernel.
     const auto st = compile(
@@ -271,16 +272,27 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
     // narrow the vector; a row too long for registers takes the general kernel.
     const auto l = compile(last, {shape{dtype::f16, {2, 3, 4096}}, shape{dtype::f16, {4096}},
                                   shape{dtype::f16, {4096}}});
-    EXPECT_NE(l.code.find("cx_layer_norm<cx_f16, 4096, 8, 128, 128, true>"), std::string::npos);
+    EXPECT_NE(l.code.find("cx_layer_norm<cx_f16, cx_f16, 4096, 8, 128, 128, true>"),
+              std::string::npos);
     EXPECT_EQ(l.launch.grid[0], 6u);
     const auto odd = compile(last, {shape{dtype::bf16, {2, 3, 77}}, shape{dtype::bf16, {77}}});
-    EXPECT_NE(odd.code.find("cx_layer_norm<cx_bf16, 77, 1, 32, 64, false>"), std::string::npos);
+    EXPECT_NE(odd.code.find("cx_layer_norm<cx_bf16, cx_bf16, 77, 1, 32, 64, false>"),
+              std::string::npos);
     const auto padded =
         compile(layer_norm_op(1), {strided(dtype::f16, {6, 64}, {66, 1}), shape{dtype::f16, {64}}});
-    EXPECT_NE(padded.code.find("cx_layer_norm<cx_f16, 64, 2, 8, 64, false>"), std::string::npos);
+    EXPECT_NE(padded.code.find("cx_layer_norm<cx_f16, cx_f16, 64, 2, 8, 64, false>"),
+              std::string::npos);
     const auto huge =
         compile(last, {shape{dtype::f32, {1, 2, 200000}}, shape{dtype::f32, {200000}}});
     EXPECT_EQ(huge.code.find("cx_layer_norm<"), std::string::npos);
+    // f32 scale and bias beside f16 or bf16 x (what --fp16 makes), dense and not.
+    for (dtype t : {dtype::f16, dtype::bf16}) {
+        const auto mixed = compile(
+            last, {shape{t, {2, 3, 768}}, shape{dtype::f32, {768}}, shape{dtype::f32, {768}}});
+        EXPECT_NE(mixed.code.find("cx_layer_norm<" + storage_type(t) + ", float, 768, 8"),
+                  std::string::npos);
+        compile(last, {transposed_shape(t, {2, 3, 64}, {2, 0, 1}), shape{dtype::f32, {64}}});
+    }
     // A negative axis counts from the end.
     compile(layer_norm_op(-1), {x, shape{dtype::f32, {512}}});
 }

@@ -653,3 +653,16 @@ TEST(onnx_import, messages_stay_on_one_line) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\r'), std::string::npos) << msg;
 }
+
+// ONNX gives LayerNormalization's X, Scale and B one type; the op's own f32 parameters beside a
+// 16-bit input are for reduced precision, not for models.
+TEST(onnx_import, layer_norm_with_a_scale_of_another_type_is_an_error) {
+    model_builder b(17);
+    b.input("x", TensorProto::FLOAT16, {2, 8});
+    b.input("s", TensorProto::FLOAT, {8});
+    b.node("LayerNormalization", {"x", "s"}, {"y"}, "ln");
+    b.output("y");
+    const std::string e = import_error(b);
+    EXPECT_NE(e.find("'ln'"), std::string::npos) << e;
+    EXPECT_NE(e.find("Scale is f32 but X is f16"), std::string::npos) << e;
+}

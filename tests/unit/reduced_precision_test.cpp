@@ -4,6 +4,7 @@
 #include "conflux/ir/random_argument.hpp"
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
+#include "conflux/ops/normalization.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/passes/pass_manager.hpp"
@@ -75,6 +76,57 @@ TEST_P(ReducedPrecision, StaysWithinTheToleranceOfTheF32Model) {
     }
     EXPECT_TRUE(softmax_in_f32);
     EXPECT_TRUE(weights_16);
+}
+
+// Layer norm reads the 16-bit value as it is, with its f32 scale and bias, and gives a 16-bit
+// result: no f32 copy and no conversion back, and the same bits as the f32 layer norm between
+// those conversions (written out by hand here).
+TEST_P(ReducedPrecision, LayerNormReadsTheSixteenBitValueWithF32Parameters) {
+    const dtype t = GetParam();
+    const shape xs{dtype::f32, {4, 10, 48}};
+    std::mt19937_64 rng(9);
+    const argument scale = random_argument(shape{dtype::f32, {48}}, rng);
+    const argument bias = random_argument(shape{dtype::f32, {48}}, rng);
+    auto ew = [](op::elementwise_kind k) { return op::make_elementwise(k); };
+    auto convert = [](dtype to) { return op::make_convert(to); };
+    program reduced;
+    {
+        module& m = reduced.main();
+        auto x = m.add_parameter("x", xs);
+        auto sum = m.add_instruction(ew(op::elementwise_kind::add), {x, x});
+        auto n = m.add_instruction(op::layer_norm{2, 1e-5f},
+                                   {sum, m.add_literal(scale), m.add_literal(bias)});
+        m.add_return({m.add_instruction(ew(op::elementwise_kind::relu), {n})});
+    }
+    run_passes(reduced.main(), target_independent_passes(t));
+    program by_hand;
+    {
+        module& m = by_hand.main();
+        auto x = m.add_instruction(convert(t), {m.add_parameter("x", xs)});
+        auto sum = m.add_instruction(ew(op::elementwise_kind::add), {x, x});
+        auto n = m.add_instruction(op::layer_norm{2, 1e-5f},
+                                   {m.add_instruction(convert(dtype::f32), {sum}),
+                                    m.add_literal(scale), m.add_literal(bias)});
+        auto r =
+            m.add_instruction(ew(op::elementwise_kind::relu), {m.add_instruction(convert(t), {n})});
+        m.add_return({m.add_instruction(convert(dtype::f32), {r})});
+    }
+    std::size_t norms = 0;
+    for (const instruction& ins : reduced.main()) {
+        if (ins.name() != "layer_normalization") continue;
+        ++norms;
+        EXPECT_EQ(ins.get_shape().type(), t);
+        EXPECT_EQ(ins.inputs()[0]->get_shape().type(), t);
+        EXPECT_EQ(ins.inputs()[1]->get_shape().type(), dtype::f32);
+        EXPECT_EQ(ins.inputs()[2]->get_shape().type(), dtype::f32);
+    }
+    EXPECT_EQ(norms, 1u) << reduced.to_string();
+    const ref::parameter_map params{{"x", random_argument(xs, rng)}};
+    const auto got = to_vector<double>(ref::evaluate(reduced, params).at(0));
+    const auto want = to_vector<double>(ref::evaluate(by_hand, params).at(0));
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "element " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(To, ReducedPrecision, ::testing::Values(dtype::f16, dtype::bf16));

@@ -20,13 +20,15 @@ struct batch_norm {
 
 // Normalises over axes [axis, rank): y = (x - mean) / sqrt(var + epsilon) * scale (+ bias).
 // Inputs: x, scale (lens = x.lens[axis:], or numpy-broadcastable to them), optional bias (same).
-// All of x's dtype. Statistics in f32 (f64 for f64 inputs). A negative axis counts from the end.
+// scale and bias of x's dtype, or f32 with an f16/bf16 x (what reduced precision makes: the
+// parameters keep their f32 values). Statistics and arithmetic in f32 (f64 for f64 inputs); y
+// has x's dtype. A negative axis counts from the end.
 struct layer_norm {
     std::int64_t axis = -1; // normalised (non-negative) by the importer
     float epsilon = 1e-5f;
     std::string name() const { return "layer_normalization"; }
     nlohmann::json attributes() const { return {{"axis", axis}, {"epsilon", epsilon}}; }
-    op_traits traits() const { return {.accumulates_in_f32 = true}; }
+    op_traits traits() const { return {.accumulates_in_f32 = true, .reads_16bit_input = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const layer_norm&) const = default;

@@ -45,9 +45,10 @@ std::optional<kernel_source> dense_rows_kernel(const kernel_request& r, const op
     const dtype t = x.type();
     if (t != dtype::f16 && t != dtype::bf16 && t != dtype::f32) return std::nullopt;
     if (y.type() != t || !dense_from(x, axis) || !dense_from(y, axis)) return std::nullopt;
+    const dtype pt = r.inputs[1].type(); // the op allows f32 parameters beside 16-bit x
     for (std::size_t i = 1; i < r.inputs.size(); ++i) {
         const shape& p = r.inputs[i];
-        if (p.type() != t || p.elements() != row_length || !dense_from(p, 0)) return std::nullopt;
+        if (p.type() != pt || p.elements() != row_length || !dense_from(p, 0)) return std::nullopt;
     }
     // Elements per load: 16 bytes where the row length and the rows' strides allow.
     std::size_t vec = 16 / size_of(t);
@@ -87,9 +88,10 @@ std::optional<kernel_source> dense_rows_kernel(const kernel_request& r, const op
     };
     const bool has_bias = r.inputs.size() > 2;
     std::string body = row_start("x_row", x) + row_start("y_row", y);
-    body += "    cx_layer_norm<" + storage_type(t) + ", " + std::to_string(row_length) + ", " +
-            std::to_string(vec) + ", " + std::to_string(threads) + ", " + std::to_string(block) +
-            ", " + (has_bias ? "true" : "false") + ">(in0, in1, " + (has_bias ? "in2" : "nullptr") +
+    body += "    cx_layer_norm<" + storage_type(t) + ", " + storage_type(pt) + ", " +
+            std::to_string(row_length) + ", " + std::to_string(vec) + ", " +
+            std::to_string(threads) + ", " + std::to_string(block) + ", " +
+            (has_bias ? "true" : "false") + ">(in0, in1, " + (has_bias ? "in2" : "nullptr") +
             ", out0, " + compute_literal(dtype::f32, double(op.epsilon)) + ", " +
             text::integer_literal(rows) + ", x_row, y_row);\n";
     launch_dims l;

@@ -28,15 +28,17 @@ template <int Threads> __device__ __forceinline__ float cx_ln_group_sum(float v)
     }
 }
 
-// One row: Len elements at x and y (dense), scale and bias (dense, Len each). Vec divides Len
-// and x, y, scale, bias are Vec * sizeof(T) aligned. `rank` is the thread's place in its group;
-// a group with `valid` false (past the last row) takes part in the sums and touches no memory.
-template <class T, int Len, int Vec, int Threads, bool HasBias>
+// One row: Len elements at x and y (dense), scale and bias (dense, Len each, of type P: T, or
+// float beside a 16-bit T). Vec divides Len; x and y are Vec * sizeof(T) aligned, scale and bias
+// Vec * sizeof(P). `rank` is the thread's place in its group; a group with `valid` false (past
+// the last row) takes part in the sums and touches no memory.
+template <class T, class P, int Len, int Vec, int Threads, bool HasBias>
 __device__ __forceinline__ void cx_layer_norm_row(const T* __restrict__ x,
-                                                  const T* __restrict__ scale,
-                                                  const T* __restrict__ bias, T* __restrict__ y,
+                                                  const P* __restrict__ scale,
+                                                  const P* __restrict__ bias, T* __restrict__ y,
                                                   float epsilon, int rank, bool valid) {
     typedef cx_ln_vec<T, Vec> vec;
+    typedef cx_ln_vec<P, Vec> parameters;
     constexpr int chunks = (Len / Vec + Threads - 1) / Threads;
     float v[chunks][Vec];
     float sum = 0.0f;
@@ -71,9 +73,9 @@ __device__ __forceinline__ void cx_layer_norm_row(const T* __restrict__ x,
     for (int c = 0; c < chunks; ++c) {
         const int at = (c * Threads + rank) * Vec;
         if (at < Len) {
-            const vec s = *reinterpret_cast<const vec*>(scale + at);
-            vec b;
-            if (HasBias) b = *reinterpret_cast<const vec*>(bias + at);
+            const parameters s = *reinterpret_cast<const parameters*>(scale + at);
+            parameters b;
+            if (HasBias) b = *reinterpret_cast<const parameters*>(bias + at);
             vec out;
 #pragma unroll
             for (int e = 0; e < Vec; ++e) {
@@ -91,8 +93,9 @@ __device__ __forceinline__ void cx_layer_norm_row(const T* __restrict__ x,
 // rows' strides are multiples of Vec, so every row is aligned as the first is). With Vec > 1 and
 // a pointer that is not Vec-aligned (a view into a larger buffer), the rows run one element at a
 // time; the test is the same for every thread, so no group is split.
-template <class T, int Len, int Vec, int Threads, int Block, bool HasBias, class XRow, class YRow>
-__device__ __forceinline__ void cx_layer_norm(const T* x, const T* scale, const T* bias, T* y,
+template <class T, class P, int Len, int Vec, int Threads, int Block, bool HasBias, class XRow,
+          class YRow>
+__device__ __forceinline__ void cx_layer_norm(const T* x, const P* scale, const P* bias, T* y,
                                               float epsilon, long long rows, XRow x_row,
                                               YRow y_row) {
     constexpr int groups = Threads > 32 ? 1 : Block / Threads;
@@ -103,14 +106,14 @@ __device__ __forceinline__ void cx_layer_norm(const T* x, const T* scale, const 
     const long long r = valid ? row : 0;
     const T* xr = x + x_row(r);
     T* yr = y + y_row(r);
-    constexpr unsigned long long align = sizeof(T) * Vec;
-    const unsigned long long addresses =
-        reinterpret_cast<unsigned long long>(x) | reinterpret_cast<unsigned long long>(y) |
+    const unsigned long long data =
+        reinterpret_cast<unsigned long long>(x) | reinterpret_cast<unsigned long long>(y);
+    const unsigned long long params =
         reinterpret_cast<unsigned long long>(scale) | reinterpret_cast<unsigned long long>(bias);
-    if (Vec == 1 || addresses % align == 0)
-        cx_layer_norm_row<T, Len, Vec, Threads, HasBias>(xr, scale, bias, yr, epsilon, rank,
-                                                         valid);
+    if (Vec == 1 || (data % (sizeof(T) * Vec) == 0 && params % (sizeof(P) * Vec) == 0))
+        cx_layer_norm_row<T, P, Len, Vec, Threads, HasBias>(xr, scale, bias, yr, epsilon, rank,
+                                                            valid);
     else
-        cx_layer_norm_row<T, Len, 1, Threads, HasBias>(xr, scale, bias, yr, epsilon, rank,
-                                                       valid);
+        cx_layer_norm_row<T, P, Len, 1, Threads, HasBias>(xr, scale, bias, yr, epsilon, rank,
+                                                          valid);
 }
