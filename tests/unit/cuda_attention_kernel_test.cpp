@@ -100,7 +100,7 @@ TEST(CudaAttentionKernel, LowersThroughTheCudaTarget) {
 // attention kernel when the kernel takes it (f16), and keeps the chain with the reason in the
 // trace when not (f32).
 TEST(CudaAttentionKernel, TheCudaPipelineFusesWhatTheKernelTakes) {
-    auto compile_chain = [](dtype t) {
+    auto compile_chain = [](dtype t, bool fuse = true) {
         program p;
         module& m = p.main();
         auto q = m.add_parameter("q", shape{t, {1, 2, 40, 64}});
@@ -119,6 +119,7 @@ TEST(CudaAttentionKernel, TheCudaPipelineFusesWhatTheKernelTakes) {
         o.tune = tune_mode::none;
         o.use_problem_cache = false;
         o.use_kernel_cache = false;
+        o.fuse_attention = fuse;
         return compile(std::move(p), o);
     };
     auto attention_notes = [](const compiled_program& c) {
@@ -130,6 +131,7 @@ TEST(CudaAttentionKernel, TheCudaPipelineFusesWhatTheKernelTakes) {
     const auto f16 = compile_chain(dtype::f16);
     EXPECT_EQ(f16.stats().launches, 1u);
     EXPECT_TRUE(attention_notes(f16).empty());
+    EXPECT_GT(compile_chain(dtype::f16, false).stats().launches, 1u); // fusion turned off
     const auto f32 = compile_chain(dtype::f32);
     EXPECT_GT(f32.stats().launches, 1u);
     const auto notes = attention_notes(f32);

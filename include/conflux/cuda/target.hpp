@@ -38,6 +38,9 @@ struct compile_options {
     bool exact_fp32 = false;
     // Run an f32 model in f16 or bf16 (reduced_precision pass); inputs and outputs stay f32.
     std::optional<dtype> precision;
+    // Attention the attention kernel takes runs as that one kernel; false keeps every attention
+    // as dot, softmax, dot (what the fused kernel is measured against).
+    bool fuse_attention = true;
     tune_mode tune = tune_mode::quick;
     // The problem cache (an SQLite file) tuned configs are kept in and reused from. Empty: the
     // default ($CONFLUX_PROBLEM_CACHE, else the user's cache directory).

@@ -69,6 +69,7 @@ std::string choose_arch(const compile_options& options) {
 
 std::vector<pass> target_passes(const compile_options& options,
                                 std::function<void(const std::string&)> note) {
+    if (!options.fuse_attention) return target_independent_passes(options.precision);
     return target_independent_passes(
         options.precision, fuse_attention{.obstacle = attention_kernel_obstacle, .note = note});
 }
