@@ -528,6 +528,10 @@ TEST(CudaOps, AttentionKernel) {
         {"-inf rows plain", dtype::bf16, {1, 1}, 20, 20, 16, 16, 3, false, false},
         {"grouped query", dtype::f16, {1, 4}, 64, 130, 64, 64, 0, false, true},
         {"one row one key", dtype::f16, {1}, 1, 1, 16, 16, 0, false, false},
+        // 128-row blocks (sequences of 512 and more) with d128, a mask and key tails; and head
+        // dims that are not multiples of 8 (q and k copied at once, v by cp.async).
+        {"long bf16 d128 mask", dtype::bf16, {1, 2}, 600, 700, 128, 128, 1, false, false},
+        {"d20 dv24 long", dtype::f16, {1, 2}, 530, 130, 20, 24, 1, false, false},
     };
     for (const auto& c : cases) {
         check_case("attention " + c.name, [&](module& m) {

@@ -1,6 +1,7 @@
 // The attention op's kernel (src/cuda/kernels/attention.cuh does the work): the shape struct
 // with every len and stride, the batch entry's element 0 of each operand, the launch (one block
-// of four warps per batch entry and 64 query rows).
+// per batch entry and 64 query rows, four warps; 128 rows and eight warps for long sequences,
+// whose key tiles are then read half as often).
 #include "conflux/ops/attention.hpp"
 #include "conflux/util/errors.hpp"
 #include "cuda/codegen/attention_kernel.hpp"
@@ -15,6 +16,10 @@ namespace conflux::cuda {
 namespace {
 
 constexpr std::size_t block_rows = 64, block_keys = 64, max_head_dim = 128;
+
+std::size_t rows_per_block(std::size_t sq) {
+    return sq >= 512 ? 2 * block_rows : block_rows;
+}
 
 std::size_t round16(std::size_t n) {
     return (n + 15) / 16 * 16;
@@ -36,8 +41,9 @@ std::string batch_offset(const std::string& name, const shape& s, std::size_t ba
     return f + "    return off;\n}\n";
 }
 
-std::size_t shared_bytes_for(std::size_t dp, std::size_t dvp) {
-    return (block_rows * (dp + 8) + block_keys * (dp + 8) + block_keys * (dvp + 8)) * 2;
+// The q tile and two buffers each of key and value rows (attention.cuh).
+std::size_t shared_bytes_for(std::size_t rows, std::size_t dp, std::size_t dvp) {
+    return (rows * (dp + 8) + 2 * block_keys * (dp + 8) + 2 * block_keys * (dvp + 8)) * 2;
 }
 
 kernel_source generate_attention(const kernel_request& r) {
@@ -66,6 +72,8 @@ kernel_source generate_attention(const kernel_request& r) {
     auto member = [&](const std::string& type, const std::string& name, const std::string& value) {
         s += "    static constexpr " + type + " " + name + " = " + value + ";\n";
     };
+    const std::size_t br_rows = rows_per_block(sq), threads = br_rows / 16 * 32;
+    member("int", "BR", std::to_string(br_rows));
     member("int", "SQ", std::to_string(sq));
     member("int", "SK", std::to_string(sk));
     member("int", "D", std::to_string(d));
@@ -91,7 +99,9 @@ kernel_source generate_attention(const kernel_request& r) {
     if (has_bias) s += batch_offset("cx_b_at", r.inputs[3], br);
     const std::string t = storage_type(q.type());
     const std::string tb = has_bias ? storage_type(r.inputs[3].type()) : t;
-    s += "\n" + text::kernel_signature(r.entry, text::buffer_parameters(r.inputs, r.outputs), 128) +
+    s += "\n" +
+         text::kernel_signature(r.entry, text::buffer_parameters(r.inputs, r.outputs),
+                                unsigned(threads)) +
          " {\n";
     s += "    extern __shared__ __align__(16) unsigned char cx_smem[];\n";
     s += "    const long long b = blockIdx.x;\n";
@@ -103,9 +113,9 @@ kernel_source generate_attention(const kernel_request& r) {
     kernel_source k;
     k.entry = r.entry;
     k.code = s;
-    k.launch.grid = {unsigned(batches), unsigned((sq + block_rows - 1) / block_rows), 1};
-    k.launch.block = {128, 1, 1};
-    k.launch.shared_bytes = unsigned(shared_bytes_for(round16(d), round16(dv)));
+    k.launch.grid = {unsigned(batches), unsigned((sq + br_rows - 1) / br_rows), 1};
+    k.launch.block = {unsigned(threads), 1, 1};
+    k.launch.shared_bytes = unsigned(shared_bytes_for(br_rows, round16(d), round16(dv)));
     return k;
 }
 

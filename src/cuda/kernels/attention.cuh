@@ -1,11 +1,13 @@
-// Fused attention, one block per (batch entry, 64 query rows): out = softmax(scale * q . kt +
-// bias) . v with the scores never in memory (flash-attention style, docs/ARCHITECTURE.md,
+// Fused attention, one block per (batch entry, CFG::BR query rows): out = softmax(scale * q . kt
+// + bias) . v with the scores never in memory (flash-attention style, docs/ARCHITECTURE.md,
 // "Kernel families"). Included by the kernels attention_codegen writes; they define the shape
-// struct CFG (lens, strides, scale, flags) and call cx_attention.
+// struct CFG (lens, strides, scale, flags, rows per block) and call cx_attention.
 //
-// Four warps, each owning 16 query rows. The block's q tile is read once into shared memory and
-// each warp keeps its rows as mma A fragments in registers; then for every tile of 64 keys:
-//   - the block copies the key rows (kt's columns) and value rows into shared memory;
+// BR / 16 warps, each owning 16 query rows (more rows per block share each key tile among more
+// warps: less traffic for long sequences). The block's q tile is read once into shared memory
+// and each warp keeps its rows as mma A fragments in registers; then for every tile of 64 keys:
+//   - the block's copy of the key rows (kt's columns) and value rows into shared memory was
+//     started (cp.async) while the previous tile was computed, into the other of two buffers;
 //   - S = q . k^T on mma.sync m16n8k16 (f16 or bf16 in, f32 accumulators), k fragments by
 //     ldmatrix from the key rows;
 //   - scale, bias (read per element through its strides), keys past the end set to -inf;
@@ -66,6 +68,29 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, long long row_st
     }
 }
 
+// load_tile started with cp.async where the source allows 16-byte copies (zero-filled past the
+// valid rows); otherwise copied at once. The caller commits and waits.
+template <class T, int ROWS, int COLS, int PITCH>
+__device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long row_stride,
+                                                long long col_stride, int valid_rows,
+                                                int valid_cols) {
+    const bool vector = col_stride == 1 && row_stride % 8 == 0 && valid_cols % 8 == 0 &&
+                        (reinterpret_cast<unsigned long long>(src) & 15) == 0;
+    if (!vector) {
+        load_tile<T, ROWS, COLS, PITCH>(dst, src, row_stride, col_stride, valid_rows, valid_cols);
+        return;
+    }
+    constexpr int chunks = COLS / 8;
+    for (int i = threadIdx.x; i < ROWS * chunks; i += blockDim.x) {
+        const int r = i / chunks, c = (i % chunks) * 8;
+        const bool full = r < valid_rows && c < valid_cols;
+        cx_cp_async<16>(cx_shared_address(dst + r * PITCH + c),
+                        full ? static_cast<const void*>(src + r * row_stride + c)
+                             : static_cast<const void*>(src),
+                        full);
+    }
+}
+
 } // namespace cx_attention_detail
 
 // CFG: SQ, SK, D, DV (lens), DP, DVP (D and DV rounded up to 16), the element strides
@@ -77,19 +102,25 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
                                              const T* __restrict__ v, const TB* __restrict__ bias,
                                              TO* __restrict__ out, T* smem) {
     using namespace cx_attention_detail;
-    constexpr int BR = 64, BC = 64;
+    constexpr int BR = CFG::BR, BC = 64;
     constexpr int QP = CFG::DP + 8, VP = CFG::DVP + 8; // row pitch: ldmatrix rows on distinct banks
+    // q, then two buffers of key rows, then two of value rows.
     T* qs = smem;
-    T* ks = qs + BR * QP;
-    T* vs = ks + BC * QP;
+    T* ks0 = qs + BR * QP;
+    T* vs0 = ks0 + 2 * BC * QP;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t4 = lane % 4;
     const int q0 = blockIdx.y * BR;
     const T* type_tag = nullptr;
     const float ninf = -__int_as_float(0x7f800000);
 
-    load_tile<T, BR, CFG::DP, QP>(qs, q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
-                                  CFG::SQ - q0, CFG::D);
+    // The q tile and the first key and value tiles in one group.
+    load_tile_async<T, BR, CFG::DP, QP>(qs, q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
+                                        CFG::SQ - q0, CFG::D);
+    load_tile_async<T, BC, CFG::DP, QP>(ks0, kt, CFG::K_ROW, CFG::K_COL, CFG::SK, CFG::D);
+    load_tile_async<T, BC, CFG::DVP, VP>(vs0, v, CFG::V_ROW, CFG::V_COL, CFG::SK, CFG::DV);
+    cx_cp_async_commit();
+    cx_cp_async_wait<0>();
     __syncthreads();
     unsigned qf[CFG::DP / 16][4];
 #pragma unroll
@@ -104,16 +135,28 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
     for (int n = 0; n < CFG::DVP / 8; ++n)
         o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float m_run[2] = {ninf, ninf}; // rows g and g + 8 of this warp
-    float l_run[2] = {0.0f, 0.0f};           // this thread's part of the row sums
+    float l_run[2] = {0.0f, 0.0f}; // this thread's part of the row sums
     const int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     constexpr float log2e = 1.4426950408889634f;
 
-    for (int j0 = 0; j0 < CFG::SK; j0 += BC) {
-        __syncthreads(); // every warp is done with the previous tiles
-        load_tile<T, BC, CFG::DP, QP>(ks, kt + j0 * CFG::K_ROW, CFG::K_ROW, CFG::K_COL,
-                                      CFG::SK - j0, CFG::D);
-        load_tile<T, BC, CFG::DVP, VP>(vs, v + j0 * CFG::V_ROW, CFG::V_ROW, CFG::V_COL,
-                                       CFG::SK - j0, CFG::DV);
+    for (int j0 = 0, tile = 0; j0 < CFG::SK; j0 += BC, ++tile) {
+        const T* ks = ks0 + (tile % 2) * BC * QP;
+        const T* vs = vs0 + (tile % 2) * BC * VP;
+        // Start the next tiles into the other buffers (free: every warp passed the barrier at
+        // the end of the previous iteration), then wait for this tile's.
+        const int next = j0 + BC;
+        if (next < CFG::SK) {
+            load_tile_async<T, BC, CFG::DP, QP>(ks0 + ((tile + 1) % 2) * BC * QP,
+                                                kt + next * CFG::K_ROW, CFG::K_ROW, CFG::K_COL,
+                                                CFG::SK - next, CFG::D);
+            load_tile_async<T, BC, CFG::DVP, VP>(vs0 + ((tile + 1) % 2) * BC * VP,
+                                                 v + next * CFG::V_ROW, CFG::V_ROW, CFG::V_COL,
+                                                 CFG::SK - next, CFG::DV);
+            cx_cp_async_commit();
+            cx_cp_async_wait<1>();
+        } else {
+            cx_cp_async_wait<0>();
+        }
         __syncthreads();
 
         float s[BC / 8][4];
@@ -195,6 +238,7 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
                 mma(o[n + 1], a, b1, type_tag);
             }
         }
+        __syncthreads(); // every warp is done with this tile's buffers before they are refilled
     }
 
 #pragma unroll

@@ -229,6 +229,7 @@ std::optional<perf_config> tuner::tune(const anchor_choice& c, const problem_key
             continue;
         }
         const double ms = candidate.profile(params, profile_options{3, 10}).median_ms;
+        trace.push_back("candidate " + name + " " + milliseconds(ms));
         if (i == 0) first_ms = ms;
         if (ms < best_ms) {
             best_ms = ms;
