@@ -7,31 +7,8 @@
 
 namespace conflux::op {
 
-namespace {
-
-bool is_permutation(const std::vector<std::int64_t>& p, std::size_t rank) {
-    std::vector<bool> seen(rank, false);
-    if (p.size() != rank) return false;
-    for (std::int64_t a : p) {
-        if (a < 0 || std::size_t(a) >= rank || seen[std::size_t(a)]) return false;
-        seen[std::size_t(a)] = true;
-    }
-    return true;
-}
-
-std::string listed(const std::vector<std::int64_t>& p) {
-    std::string s;
-    for (std::size_t i = 0; i < p.size(); ++i)
-        s += (i ? "," : "") + std::to_string(p[i]);
-    return s;
-}
-
-} // namespace
-
 nlohmann::json attention::attributes() const {
-    nlohmann::json a{{"scale", scale}, {"zero_nan_rows", zero_nan_rows}};
-    if (!output_permutation.empty()) a["output_permutation"] = output_permutation;
-    return a;
+    return {{"scale", scale}, {"zero_nan_rows", zero_nan_rows}};
 }
 
 shape attention::compute_shape(const std::vector<shape>& in) const {
@@ -68,13 +45,7 @@ shape attention::compute_shape(const std::vector<shape>& in) const {
     }
     out.push_back(sq);
     out.push_back(v.lens()[rank - 1]);
-    if (output_permutation.empty()) return {v.type(), out};
-    CONFLUX_USER_CHECK(is_permutation(output_permutation, rank), name(), ": output_permutation [",
-                       listed(output_permutation), "] is not a permutation of ", rank, " axes");
-    dims permuted(rank);
-    for (std::size_t i = 0; i < rank; ++i)
-        permuted[i] = out[std::size_t(output_permutation[i])];
-    return {v.type(), permuted};
+    return {v.type(), out};
 }
 
 argument attention::eval(const shape& out, const std::vector<argument>& in) const {
@@ -125,30 +96,7 @@ argument attention::eval(const shape& out, const std::vector<argument>& in) cons
                             row[e] += p * v[(b * sk + j) * dv + e];
                     }
                 }
-            if (output_permutation.empty()) return from_vector<C>(out.type(), out.lens(), y);
-            // y is row-major over the unpermuted lens; out element o reads y at the index whose
-            // axis permutation[i] is o's axis i.
-            dims lens(rank);
-            for (std::size_t i = 0; i < rank; ++i)
-                lens[std::size_t(output_permutation[i])] = out.lens()[i];
-            dims strides(rank);
-            for (std::size_t a = rank, st = 1; a-- > 0;) {
-                strides[a] = st;
-                st *= lens[a];
-            }
-            std::vector<C> permuted(y.size());
-            std::vector<std::size_t> index(rank, 0);
-            for (std::size_t o = 0; o < permuted.size(); ++o) {
-                std::size_t at = 0;
-                for (std::size_t i = 0; i < rank; ++i)
-                    at += index[i] * strides[std::size_t(output_permutation[i])];
-                permuted[o] = y[at];
-                for (std::size_t i = rank; i-- > 0;) {
-                    if (++index[i] < out.lens()[i]) break;
-                    index[i] = 0;
-                }
-            }
-            return from_vector<C>(out.type(), out.lens(), permuted);
+            return from_vector<C>(out.type(), out.lens(), y);
         }
     });
 }

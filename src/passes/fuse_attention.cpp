@@ -205,17 +205,6 @@ void fuse_attention::apply(module& m) const {
             }
         }
         m.replace_instruction(mt->result, a, inputs);
-        // A transpose after it that keeps the head dim last (multi-head attention's heads moved
-        // next to the feature axis) is written directly, so the reshape after it is a view.
-        const auto& users = mt->result->outputs();
-        if (users.size() != 1) continue;
-        const auto* tr = users[0]->get_operator().get_if<op::transpose>();
-        if (tr == nullptr || tr->permutation.back() + 1 != std::int64_t(tr->permutation.size()))
-            continue;
-        op::attention permuted = a;
-        permuted.output_permutation = tr->permutation;
-        const instruction_ref transposed = users[0];
-        m.replace_all_uses(transposed, m.insert_instruction(transposed, permuted, inputs));
     }
 }
 

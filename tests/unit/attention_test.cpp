@@ -244,33 +244,3 @@ TEST(attention, a_target_obstacle_keeps_the_chain_and_names_the_reason) {
     auto p2 = transform_and_compare(sdpa_chain, accept, 1e-5);
     EXPECT_EQ(count_named(p2.main(), "attention"), 1u) << p2.to_string();
 }
-
-// Multi-head attention's transpose of the result ([b, h, s, d] -> [b, s, h, d], before the
-// reshape for the output projection) becomes the op's output permutation; one that moves the
-// head dim stays a transpose.
-TEST(attention, takes_in_the_transpose_of_its_result_when_the_head_dim_stays_last) {
-    auto chain = [](std::vector<std::int64_t> perm) {
-        return [perm](module& m) {
-            auto q = m.add_parameter("q", q_shape);
-            auto kt = m.add_parameter("kt", kt_shape);
-            auto v = m.add_parameter("v", v_shape);
-            auto s = m.add_instruction(op::dot{}, {q, kt});
-            auto o = m.add_instruction(op::dot{}, {m.add_instruction(op::softmax{3}, {s}), v});
-            auto t = m.add_instruction(op::transpose{perm}, {o});
-            m.add_return({m.add_instruction(op::make_elementwise(elementwise_kind::relu), {t})});
-        };
-    };
-    auto p = transform_and_compare(chain({0, 2, 1, 3}), run_fuse, 1e-5);
-    EXPECT_EQ(count_named(p.main(), "transpose"), 0u) << p.to_string();
-    for (const auto& ins : p.main())
-        if (const auto* a = ins.get_operator().get_if<op::attention>()) {
-            EXPECT_EQ(a->output_permutation, (std::vector<std::int64_t>{0, 2, 1, 3}));
-            EXPECT_EQ(ins.get_shape().lens(), (dims{2, 5, 3, 4}));
-        }
-    auto kept = transform_and_compare(chain({0, 1, 3, 2}), run_fuse, 1e-5);
-    EXPECT_EQ(count_named(kept.main(), "transpose"), 1u) << kept.to_string();
-    EXPECT_EQ(count_named(kept.main(), "attention"), 1u);
-    EXPECT_THROW(
-        op::attention({1.0f, false, {0, 0, 1, 2}}).compute_shape({q_shape, kt_shape, v_shape}),
-        user_error);
-}

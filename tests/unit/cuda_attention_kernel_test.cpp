@@ -96,26 +96,6 @@ TEST(CudaAttentionKernel, LowersThroughTheCudaTarget) {
     EXPECT_EQ(compiled.stats().kernels, 1u);
 }
 
-// An output permutation moving the heads next to the features: the reshape after it is a view,
-// so the program is the one kernel.
-TEST(CudaAttentionKernel, APermutedOutputMakesTheReshapeAView) {
-    program p;
-    module& m = p.main();
-    const shape x{dtype::f16, {2, 4, 50, 32}};
-    auto q = m.add_parameter("q", x);
-    auto kt = m.add_instruction(op::transpose{{0, 1, 3, 2}}, {m.add_parameter("k", x)});
-    auto v = m.add_parameter("v", x);
-    auto a = m.add_instruction(op::attention{0.125f, false, {0, 2, 1, 3}}, {q, kt, v});
-    m.add_return({m.add_instruction(op::reshape{{2, 50, 128}}, {a})});
-    compile_options o;
-    o.arch = "sm_90";
-    o.tune = tune_mode::none;
-    o.use_problem_cache = false;
-    o.use_kernel_cache = false;
-    const auto compiled = compile(std::move(p), o);
-    EXPECT_EQ(compiled.stats().launches, 1u);
-}
-
 // softmax(q . kt * 0.125) . v as an exporter writes it: the CUDA target fuses it into the one
 // attention kernel when the kernel takes it (f16), and keeps the chain with the reason in the
 // trace when not (f32).

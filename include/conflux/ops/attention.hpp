@@ -10,11 +10,6 @@
 //
 // zero_nan_rows: a row whose softmax is not a number (every score -inf, or a NaN or +inf among
 // them) gives zeros, as PyTorch's safe softmax (`where(isnan(p), 0, p)`) does.
-//
-// output_permutation (empty: none): the result transposed by it, as a transpose op would
-// (output lens[i] = lens[permutation[i]]). Multi-head attention's [batch, heads, Sq, Dv] result
-// is transposed to [batch, Sq, heads, Dv] and reshaped for the output projection; written in that
-// order, the reshape needs no copy.
 #pragma once
 
 #include "conflux/ir/operation.hpp"
@@ -24,7 +19,6 @@ namespace conflux::op {
 struct attention {
     float scale = 1.0f;
     bool zero_nan_rows = false;
-    std::vector<std::int64_t> output_permutation;
     std::string name() const { return "attention"; }
     nlohmann::json attributes() const;
     op_traits traits() const { return {.accumulates_in_f32 = true}; }

@@ -8,10 +8,9 @@
 //   - float converts anywhere in the chain (--fp16 keeps softmax in f32);
 //   - after the softmax, optionally torch's safe-softmax guard where(isnan(p), 0, p)
 //     (zero_nan_rows).
-// Every intermediate value must have that one use. A transpose that is the result's only user
-// and keeps the last axis last becomes the op's output_permutation. Precondition: after simplify,
-// before fuse_pointwise. Guarantee: the same results up to the rounding of the intermediate scores
-// and probabilities, which the op keeps in f32 (or f64).
+// Every intermediate value must have that one use. Precondition: after simplify, before
+// fuse_pointwise. Guarantee: the same results up to the rounding of the intermediate scores and
+// probabilities, which the op keeps in f32 (or f64).
 #pragma once
 
 #include "conflux/ir/module.hpp"

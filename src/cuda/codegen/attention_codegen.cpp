@@ -51,18 +51,7 @@ kernel_source generate_attention(const kernel_request& r) {
     CONFLUX_ASSERT(a != nullptr, "generate_attention for ", r.op->name());
     const std::string why = attention_kernel_obstacle(r.inputs);
     CONFLUX_USER_CHECK(why.empty(), "attention: ", why);
-    const shape &q = r.inputs[0], &kt = r.inputs[1], &v = r.inputs[2];
-    // The output as the unpermuted [..., Sq, Dv] view of where it goes.
-    const shape y = [&] {
-        const shape& o = r.outputs[0];
-        if (a->output_permutation.empty()) return o;
-        dims lens(o.rank()), strides(o.rank());
-        for (std::size_t i = 0; i < o.rank(); ++i) {
-            lens[std::size_t(a->output_permutation[i])] = o.lens()[i];
-            strides[std::size_t(a->output_permutation[i])] = o.strides()[i];
-        }
-        return shape{o.type(), lens, strides};
-    }();
+    const shape &q = r.inputs[0], &kt = r.inputs[1], &v = r.inputs[2], &y = r.outputs[0];
     const bool has_bias = r.inputs.size() == 4;
     const std::size_t rank = q.rank(), br = rank - 2;
     const std::size_t sq = q.lens()[br], d = q.lens()[br + 1], sk = kt.lens()[br + 1];
