@@ -10,8 +10,7 @@
 //     started (cp.async) while the previous tile was computed, into the other of two buffers;
 //   - S = q . k^T on mma.sync m16n8k16 (f16 or bf16 in, f32 accumulators), k fragments by
 //     ldmatrix from the key rows;
-//   - scale and bias, in base-2 units (times log2 e, so each exponential is one ex2); keys
-//     past the end set to -inf;
+//   - scale, bias (read per element through its strides), keys past the end set to -inf;
 //   - online softmax in f32: the running row maximum m and sum l, the output accumulators
 //     rescaled by exp(m_old - m_new) whenever the maximum grows;
 //   - O += P . V with P's accumulators repacked in registers as the next mma's A fragments
@@ -32,14 +31,6 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi, const cx_bf16*) {
     return static_cast<unsigned>(cx_float_to_bf16(lo)) |
            (static_cast<unsigned>(cx_float_to_bf16(hi)) << 16);
 }
-// 2^x on the special-function unit (exp2(-inf) = 0); the softmax's exponentials are a large
-// part of the kernel's instructions, and its probabilities are rounded to 16 bits anyway.
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                                     const cx_f16*) {
     cx_mma_f16(d, a, b);
@@ -146,9 +137,7 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
     float m_run[2] = {ninf, ninf}; // rows g and g + 8 of this warp
     float l_run[2] = {0.0f, 0.0f}; // this thread's part of the row sums
     const int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-    // Scores are kept in base-2 units (times log2 e), so each exponential is one ex2.
     constexpr float log2e = 1.4426950408889634f;
-    constexpr float scale2 = CFG::SCALE * log2e;
 
     for (int j0 = 0, tile = 0; j0 < CFG::SK; j0 += BC, ++tile) {
         const T* ks = ks0 + (tile % 2) * BC * QP;
@@ -194,9 +183,9 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2;
-                float x = s[n][e] * scale2;
+                float x = s[n][e] * CFG::SCALE;
                 if (CFG::HAS_BIAS && j < CFG::SK && rows[r] < CFG::SQ)
-                    x = fmaf(cx_load(bias + rows[r] * CFG::B_ROW + j * CFG::B_COL), log2e, x);
+                    x += cx_load(bias + rows[r] * CFG::B_ROW + j * CFG::B_COL);
                 if (j >= CFG::SK) x = ninf;
                 s[n][e] = x;
                 tile_max[r] = fmaxf(tile_max[r], x);
@@ -210,14 +199,14 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
             // A row that has seen only -inf so far keeps offset 0: exp(-inf) = 0, no NaN.
             const float use_new = m_new == ninf ? 0.0f : m_new;
             const float use_old = m_run[r] == ninf ? 0.0f : m_run[r];
-            alpha[r] = m_run[r] == ninf ? 0.0f : fast_exp2(use_old - use_new);
+            alpha[r] = m_run[r] == ninf ? 0.0f : exp2f((use_old - use_new) * log2e);
             m_run[r] = m_new;
             float sum = 0.0f;
 #pragma unroll
             for (int n = 0; n < BC / 8; ++n)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const float p = fast_exp2(s[n][r * 2 + e] - use_new);
+                    const float p = exp2f((s[n][r * 2 + e] - use_new) * log2e);
                     s[n][r * 2 + e] = p;
                     sum += p;
                 }
