@@ -6,6 +6,7 @@
 #include "conflux/ops/views.hpp"
 #include "passes/simplify_rewrites.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace conflux::simplify_detail {
@@ -19,13 +20,19 @@ bool find_constant(module& m, instruction_ref ins, const fold_options& o) {
         ins->inputs().empty() || ins->get_operator().traits().replicates)
         return false;
     const auto& s = ins->get_shape();
-    if (s.is_tuple() || s.elements() > o.max_fold_elements) return false;
+    if (s.is_tuple()) return false;
     std::vector<argument> args;
+    std::size_t largest_input = 0;
     for (auto* in : ins->inputs()) {
         const auto* v = literal_value(in);
         if (!v) return false;
         args.push_back(*v);
+        largest_input = std::max(largest_input, v->get_shape().elements());
     }
+    // A large result is left to the runtime only when it would grow the constants: one no
+    // larger than an input (the --fp16 conversion of a 30k-word embedding table, a transposed
+    // weight) is folded, or every run would convert it again.
+    if (s.elements() > o.max_fold_elements && s.elements() > largest_input) return false;
     argument value;
     try {
         value = ins->get_operator().eval(s, args, {}, eval_context{}).contiguous();

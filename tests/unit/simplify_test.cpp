@@ -66,14 +66,14 @@ TEST(simplify, folds_constants_into_one_literal) {
         }
 }
 
-TEST(simplify, keeps_broadcast_of_literal_and_large_constants) {
+TEST(simplify, keeps_broadcast_of_literal_and_large_constants_that_grow) {
     auto build = [](module& m) {
         auto x = m.add_parameter("x", f32({4, 3}));
         auto b = m.add_literal(random_literal({3}, 1));
         auto bb = m.add_instruction(op::broadcast{{4, 3}}, {b});
-        auto big1 = m.add_literal(random_literal({4, 3}, 2));
-        auto big2 = m.add_literal(random_literal({4, 3}, 3));
-        auto big = m.add_instruction(ew(add), {big1, big2});
+        auto half1 = m.add_literal(random_literal({2, 3}, 2));
+        auto half2 = m.add_literal(random_literal({2, 3}, 3));
+        auto big = m.add_instruction(op::concat{0}, {half1, half2});
         auto y = m.add_instruction(ew(add), {x, bb});
         m.add_return({m.add_instruction(ew(mul), {y, big})});
     };
@@ -81,8 +81,31 @@ TEST(simplify, keeps_broadcast_of_literal_and_large_constants) {
         simplify{.max_fold_elements = 4}.apply(m);
         dce{}.apply(m);
     };
-    // Nothing changes: the broadcast stays a view, the 12-element sum is over the limit.
+    // Nothing changes: the broadcast stays a view, the 12-element concat of two 6-element
+    // constants is over the limit and larger than either.
     EXPECT_EQ(transform_and_print(build, small_limit), text_of(build));
+}
+
+// Over the limit but no larger than an input (an --fp16 conversion of a large embedding table, a
+// sum of two weights): folded, so no run computes it again.
+TEST(simplify, folds_large_constants_no_larger_than_an_input) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({4, 3}));
+        auto w1 = m.add_literal(random_literal({4, 3}, 2));
+        auto w2 = m.add_literal(random_literal({4, 3}, 3));
+        auto sum = m.add_instruction(ew(add), {w1, w2});
+        auto half = m.add_instruction(op::make_convert(dtype::f16), {sum});
+        auto back = m.add_instruction(op::make_convert(dtype::f32), {half});
+        m.add_return({m.add_instruction(ew(mul), {x, back})});
+    };
+    auto small_limit = [](module& m) {
+        simplify{.max_fold_elements = 4}.apply(m);
+        dce{}.apply(m);
+    };
+    auto p = test::transform_and_compare(build, small_limit, 0);
+    EXPECT_EQ(count_named(p.main(), "add"), 0u) << p.to_string();
+    EXPECT_EQ(count_named(p.main(), "convert"), 0u) << p.to_string();
+    EXPECT_EQ(count_named(p.main(), "mul"), 1u);
 }
 
 namespace {

@@ -11,7 +11,8 @@
 namespace conflux {
 
 struct simplify {
-    std::size_t max_fold_elements = 1 << 22; // larger constants are left to the runtime
+    // Larger constant results are left to the runtime, unless no larger than one of their inputs.
+    std::size_t max_fold_elements = 1 << 22;
     std::string name() const { return "simplify"; }
     void apply(module& m) const;
 };
