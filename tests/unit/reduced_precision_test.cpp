@@ -63,18 +63,20 @@ TEST_P(ReducedPrecision, StaysWithinTheToleranceOfTheF32Model) {
         EXPECT_LT(err, tolerance) << "output " << i;
         EXPECT_GT(err, 0.0) << "output " << i << " was not computed in 16 bits";
     }
-    // The parameter stays f32; the weights became 16-bit constants; softmax reads f32.
-    bool softmax_in_f32 = false, weights_16 = false;
+    // The parameter stays f32; the weights became 16-bit constants; softmax reads the 16-bit
+    // value (computing in f32 inside) and gives 16 bits.
+    bool softmax_16 = false, weights_16 = false;
     for (const instruction& ins : reduced.main()) {
         if (ins.is_param()) {
             EXPECT_EQ(ins.get_shape().type(), dtype::f32);
         }
         if (ins.name() == "softmax")
-            softmax_in_f32 = ins.inputs().front()->get_shape().type() == dtype::f32;
+            softmax_16 =
+                ins.inputs().front()->get_shape().type() == t && ins.get_shape().type() == t;
         if (ins.is_literal() && ins.get_shape().elements() == 16 * 8 * 9)
             weights_16 = ins.get_shape().type() == t;
     }
-    EXPECT_TRUE(softmax_in_f32);
+    EXPECT_TRUE(softmax_16);
     EXPECT_TRUE(weights_16);
 }
 
@@ -127,6 +129,60 @@ TEST_P(ReducedPrecision, LayerNormReadsTheSixteenBitValueWithF32Parameters) {
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_EQ(got[i], want[i]) << "element " << i;
+}
+
+// Softmax and the summing reductions read the 16-bit value and give 16 bits, with the same bits
+// as the f32 op between the conversions (written out by hand); max keeps its f32 copy (an empty
+// max is its storage type's lowest value).
+TEST_P(ReducedPrecision, SoftmaxAndSumsReadTheSixteenBitValue) {
+    const dtype t = GetParam();
+    const shape xs{dtype::f32, {3, 6, 40}};
+    auto ew = [](op::elementwise_kind k) { return op::make_elementwise(k); };
+    auto convert = [](dtype to) { return op::make_convert(to); };
+    const std::vector<operation> ops{op::softmax{2, false}, op::softmax{1, true},
+                                     op::reduce{op::reduce_kind::mean, {2}, true, false},
+                                     op::reduce{op::reduce_kind::sum_square, {1, 2}, false, false},
+                                     op::reduce{op::reduce_kind::max, {2}, true, false}};
+    for (const operation& o : ops) {
+        SCOPED_TRACE(o.name());
+        program reduced;
+        {
+            module& m = reduced.main();
+            auto x = m.add_parameter("x", xs);
+            auto sum = m.add_instruction(ew(op::elementwise_kind::add), {x, x});
+            m.add_return(
+                {m.add_instruction(ew(op::elementwise_kind::neg), {m.add_instruction(o, {sum})})});
+        }
+        run_passes(reduced.main(), target_independent_passes(t));
+        program by_hand;
+        {
+            module& m = by_hand.main();
+            auto x = m.add_instruction(convert(t), {m.add_parameter("x", xs)});
+            auto sum = m.add_instruction(ew(op::elementwise_kind::add), {x, x});
+            auto r = m.add_instruction(o, {m.add_instruction(convert(dtype::f32), {sum})});
+            auto n = m.add_instruction(ew(op::elementwise_kind::neg),
+                                       {m.add_instruction(convert(t), {r})});
+            m.add_return({m.add_instruction(convert(dtype::f32), {n})});
+        }
+        const bool sixteen = o.traits().reads_16bit_input;
+        EXPECT_EQ(sixteen, o.name() != "reduce_max");
+        std::size_t seen = 0;
+        for (const instruction& ins : reduced.main()) {
+            if (ins.name() != o.name()) continue;
+            ++seen;
+            const dtype want = sixteen ? t : dtype::f32;
+            EXPECT_EQ(ins.inputs()[0]->get_shape().type(), want);
+            EXPECT_EQ(ins.get_shape().type(), want);
+        }
+        EXPECT_EQ(seen, 1u) << reduced.to_string();
+        std::mt19937_64 rng(11);
+        const ref::parameter_map params{{"x", random_argument(xs, rng)}};
+        const auto got = to_vector<double>(ref::evaluate(reduced, params).at(0));
+        const auto want = to_vector<double>(ref::evaluate(by_hand, params).at(0));
+        ASSERT_EQ(got.size(), want.size());
+        for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(got[i], want[i]) << "element " << i;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(To, ReducedPrecision, ::testing::Values(dtype::f16, dtype::bf16));

@@ -47,8 +47,9 @@ struct op_traits {
     // much in 16 bits.
     bool accumulates_in_f32 = false;
     // Of those, an op that takes a 16-bit input 0 with f32 other inputs, computes in f32 and
-    // gives input 0's type (layer_norm): reduced precision hands it the 16-bit input as it is,
-    // which saves the f32 copy and the conversion back and changes no value.
+    // gives input 0's type (layer_norm, softmax, the summing reductions): reduced precision
+    // hands it the 16-bit input as it is, which saves the f32 copy and the conversion back and
+    // changes no value.
     bool reads_16bit_input = false;
     bool builtin = false; // @param, @literal, @return
 };

@@ -23,7 +23,13 @@ struct reduce {
     bool noop_with_empty_axes = false;
     std::string name() const;
     nlohmann::json attributes() const;
-    op_traits traits() const { return {.accumulates_in_f32 = true}; }
+    // max and min of an empty set give their storage type's lowest / highest value, so they
+    // keep reading f32 copies under reduced precision; the others compute the same in f32
+    // from a 16-bit input.
+    op_traits traits() const {
+        return {.accumulates_in_f32 = true,
+                .reads_16bit_input = kind != reduce_kind::max && kind != reduce_kind::min};
+    }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const reduce&) const = default;
@@ -36,7 +42,7 @@ struct softmax {
     bool log = false;
     std::string name() const { return log ? "log_softmax" : "softmax"; }
     nlohmann::json attributes() const { return {{"axis", axis}}; }
-    op_traits traits() const { return {.accumulates_in_f32 = true}; }
+    op_traits traits() const { return {.accumulates_in_f32 = true, .reads_16bit_input = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
     bool operator==(const softmax&) const = default;
