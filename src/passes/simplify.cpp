@@ -1,7 +1,8 @@
 // Simplify: the driver and the helpers the rewrite families share. The rewrites themselves live
 // in simplify_fold.cpp (constants, batch norm), simplify_views.cpp (identity views, nested
 // transposes/reshapes), simplify_transpose_elementwise.cpp (moving transposes so they cancel),
-// simplify_gather.cpp and simplify_pool.cpp (global pooling as a reduction).
+// simplify_gather.cpp, simplify_pool.cpp (global pooling as a reduction) and simplify_dot.cpp
+// (batched products of one shared matrix as one product).
 #include "conflux/passes/simplify.hpp"
 
 #include "conflux/ops/elementwise.hpp"
@@ -66,7 +67,8 @@ void simplify::apply(module& m) const {
                        find_identity_view(m, ins) || find_nested_transpose(m, ins) ||
                        find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
                        find_transpose_through_elementwise(m, ins) ||
-                       find_gather_constant_index(m, ins) || find_global_pool(m, ins);
+                       find_gather_constant_index(m, ins) || find_global_pool(m, ins) ||
+                       find_dot_of_a_shared_matrix(m, ins);
         }
         dce{}.apply(m);
         if (!changed) return;

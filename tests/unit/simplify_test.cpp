@@ -2,6 +2,7 @@
 
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/data_movement.hpp"
+#include "conflux/ops/dot.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/normalization.hpp"
 #include "conflux/ops/views.hpp"
@@ -331,4 +332,52 @@ TEST(simplify, gather_of_one_constant_index_becomes_a_view) {
     kept(p.main());
     run_simplify(p.main());
     EXPECT_EQ(count_named(p.main(), "gather"), 2u) << p.main().to_string();
+}
+
+// A batched product of one matrix (nn.MultiheadAttention's projection of its [s, b, e] input,
+// MatMul by a 2-D weight) becomes one product of all the rows; the sums are the same.
+TEST(simplify, a_batched_product_of_one_matrix_becomes_one_product) {
+    auto by_rank = [](module& m) {
+        auto x = m.add_parameter("x", f32({17, 1, 32}));
+        auto w = m.add_literal(random_literal({32, 96}, 1));
+        m.add_return({m.add_instruction(op::dot{}, {x, w})});
+    };
+    auto p = test::transform_and_compare(
+        by_rank, [](module& m) { simplify{}.apply(m); }, 0);
+    for (const auto& ins : p.main())
+        if (ins.name() == "dot") {
+            EXPECT_EQ(ins.get_shape().lens(), (dims{17, 96})) << p.to_string();
+        }
+    // An explicit broadcast of the weight over two batch axes; a transposed [1, s, e] activation
+    // (the sequence-first view: its rows still merge).
+    auto broadcast = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 4, 5, 16}));
+        auto w = m.add_literal(random_literal({16, 8}, 2));
+        auto wb = m.add_instruction(op::broadcast{{2, 4, 16, 8}}, {w});
+        auto a = m.add_instruction(op::dot{}, {x, wb});
+        auto s = m.add_parameter("s", f32({1, 7, 16}));
+        auto st = m.add_instruction(op::transpose{{1, 0, 2}}, {s}); // [7, 1, 16]
+        auto b = m.add_instruction(op::dot{}, {st, w});
+        m.add_return({a, b});
+    };
+    auto p2 = test::transform_and_compare(
+        broadcast, [](module& m) { simplify{}.apply(m); }, 0);
+    std::size_t dots = 0;
+    for (const auto& ins : p2.main())
+        if (ins.name() == "dot") {
+            ++dots;
+            EXPECT_EQ(ins.get_shape().rank(), 2u) << p2.to_string();
+        }
+    EXPECT_EQ(dots, 2u);
+    // Kept: rows that do not merge without a copy, a right operand that varies per batch entry.
+    auto kept = [](module& m) {
+        auto x = m.add_parameter("x", f32({6, 5, 16}));
+        auto xt = m.add_instruction(op::transpose{{1, 0, 2}}, {x}); // [5, 6, 16], rows apart
+        auto w = m.add_literal(random_literal({16, 8}, 3));
+        auto y = m.add_parameter("y", f32({5, 16, 8}));
+        auto a = m.add_instruction(op::dot{}, {xt, w});
+        auto b = m.add_instruction(op::dot{}, {m.add_parameter("z", f32({5, 6, 16})), y});
+        m.add_return({a, b});
+    };
+    EXPECT_EQ(transform_and_print(kept, [](module& m) { simplify{}.apply(m); }), text_of(kept));
 }

@@ -2,7 +2,8 @@
 // batch-norm folded into the preceding convolution's weights and bias, identity views removed,
 // consecutive transposes merged or cancelled, consecutive reshapes merged, transpose/reshape
 // pairs that cancel removed, transposes moved through elementwise ops when that lets them cancel,
-// pools over the whole image turned into mean / max reductions.
+// pools over the whole image turned into mean / max reductions, a batched product of one matrix
+// broadcast over the batch turned into one product of all the rows.
 // Runs its rewrites to a fixed point. Precondition: none. Guarantee: same results.
 #pragma once
 

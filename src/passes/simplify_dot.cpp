@@ -1,0 +1,60 @@
+// Simplify, matrix products: a batched product whose right operand is one matrix broadcast over
+// the batch (numpy MatMul of activations [..., m, k] by a weight [k, n], as PyTorch's
+// nn.MultiheadAttention projects its sequence-first [s, b, e] input) becomes one product of
+// all the batch's rows. As batches of m rows (m is the model's batch, often 1) it was one small
+// GEMM per batch entry, each reading the whole weight.
+#include "conflux/ops/dot.hpp"
+#include "conflux/ops/views.hpp"
+#include "passes/simplify_rewrites.hpp"
+
+#include <algorithm>
+
+namespace conflux::simplify_detail {
+
+// From: @d = dot(a [b0, .., m, k], w [k, n])  or  dot(a, broadcast(w) -> [b0, .., k, n])
+// To:   @d = reshape(dot(reshape(a, [B * m, k]), reshape(w, [k, n])), [b0, .., m, n])
+// when a's batch and row axes merge into one as a view (B = b0 * ..., more than 1). The sums
+// are the same, in the same order.
+bool find_dot_of_a_shared_matrix(module& m, instruction_ref ins) {
+    if (ins->get_operator().get_if<op::dot>() == nullptr) return false;
+    const instruction_ref a = ins->inputs()[0], b = ins->inputs()[1];
+    const shape& as = a->get_shape();
+    const std::size_t rank = as.rank();
+    if (rank < 3) return false;
+    // The matrix: b itself when the product broadcasts it (a lower rank), or what an explicit
+    // broadcast expanded.
+    instruction_ref w = b;
+    if (b->get_shape().rank() == rank && b->get_operator().get_if<op::broadcast>() != nullptr)
+        w = b->inputs()[0];
+    const shape& ws = w->get_shape();
+    // The product's batch must be a's (not one that a broadcast of a would make).
+    const dims& out = ins->get_shape().lens();
+    if (!std::equal(out.begin(), out.end() - 2, as.lens().begin())) return false;
+    if (ws.rank() < 2) return false;
+    const std::size_t k = as.lens()[rank - 1], rows = as.lens()[rank - 2];
+    const std::size_t n = ws.lens()[ws.rank() - 1];
+    if (ws.lens()[ws.rank() - 2] != k || ws.lens()[ws.rank() - 1] != n) return false;
+    if (ws.elements() != k * n) return false; // w itself varies along a batch axis
+    std::size_t batch = 1;
+    for (std::size_t i = 0; i + 2 < rank; ++i)
+        batch *= as.lens()[i];
+    if (batch == 1) return false;
+    const auto to_dims = [](std::initializer_list<std::size_t> l) {
+        dims d;
+        for (std::size_t v : l)
+            d.push_back(v);
+        return d;
+    };
+    const dims flat_lens = to_dims({batch * rows, k});
+    if (!op::reshape_as_view(as, flat_lens)) return false; // would copy a
+    auto flat_a = m.insert_instruction(ins, op::reshape{flat_lens}, {a});
+    auto matrix = m.insert_instruction(ins, op::reshape{to_dims({k, n})}, {w});
+    auto product = m.insert_instruction(ins, op::dot{}, {flat_a, matrix});
+    dims out_lens(as.lens().begin(), as.lens().end() - 2);
+    out_lens.push_back(rows);
+    out_lens.push_back(n);
+    replace(m, ins, m.insert_instruction(ins, op::reshape{out_lens}, {product}));
+    return true;
+}
+
+} // namespace conflux::simplify_detail
