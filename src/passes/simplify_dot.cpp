@@ -33,22 +33,16 @@ bool find_dot_of_a_shared_matrix(module& m, instruction_ref ins) {
     if (ws.rank() < 2) return false;
     const std::size_t k = as.lens()[rank - 1], rows = as.lens()[rank - 2];
     const std::size_t n = ws.lens()[ws.rank() - 1];
-    if (ws.lens()[ws.rank() - 2] != k || ws.lens()[ws.rank() - 1] != n) return false;
+    if (ws.lens()[ws.rank() - 2] != k) return false;
     if (ws.elements() != k * n) return false; // w itself varies along a batch axis
     std::size_t batch = 1;
     for (std::size_t i = 0; i + 2 < rank; ++i)
         batch *= as.lens()[i];
     if (batch == 1) return false;
-    const auto to_dims = [](std::initializer_list<std::size_t> l) {
-        dims d;
-        for (std::size_t v : l)
-            d.push_back(v);
-        return d;
-    };
-    const dims flat_lens = to_dims({batch * rows, k});
+    const dims flat_lens{batch * rows, k};
     if (!op::reshape_as_view(as, flat_lens)) return false; // would copy a
     auto flat_a = m.insert_instruction(ins, op::reshape{flat_lens}, {a});
-    auto matrix = m.insert_instruction(ins, op::reshape{to_dims({k, n})}, {w});
+    auto matrix = m.insert_instruction(ins, op::reshape{dims{k, n}}, {w});
     auto product = m.insert_instruction(ins, op::dot{}, {flat_a, matrix});
     dims out_lens(as.lens().begin(), as.lens().end() - 2);
     out_lens.push_back(rows);
