@@ -3,8 +3,8 @@
 // random data with the output (and split-K workspace) poisoned with 0xff bytes, and compare
 // with a CPU reference accumulating in double: relative RMS within the dtype's tolerance, no
 // NaN, integers exact, and no byte of the output buffer outside the output's elements touched.
-// Then times f16 4096^3 with the best-ranked configs. Without a GPU it prints "no CUDA device"
-// and exits 0 (CTest reports it skipped). Exit status 1 when any config fails.
+// Then times f16 and bf16 4096^3 and 8192^3 with the best-ranked configs. Without a GPU it prints
+// "no CUDA device" and exits 0 (CTest reports it skipped). Exit status 1 when any config fails.
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
 #include "conflux/util/parallel_for.hpp"
@@ -587,11 +587,11 @@ void run_case(const test_case& tc, const device_info& dev, const gemm_device_lim
 
 // ---- timing ------------------------------------------------------------------------------
 
-void time_large_f16(const device_info& dev, const gemm_device_limits& limits, std::mt19937& rng,
-                    std::size_t how_many) {
-    const std::size_t n = 4096;
-    const auto tc =
-        dot_case("dot f16 4096^3", shape{dtype::f16, {n, n}}, shape{dtype::f16, {n, n}});
+void time_large(const device_info& dev, const gemm_device_limits& limits, std::mt19937& rng,
+                std::size_t n, dtype t, std::size_t how_many) {
+    const std::string type(to_string(t));
+    const auto tc = dot_case("dot " + type + " " + std::to_string(n) + "^3", shape{t, {n, n}},
+                             shape{t, {n, n}});
     const auto p = *make_gemm_problem(tc.op, {tc.a, tc.b}, tc.out);
     auto configs = candidate_configs(p, limits);
     if (configs.size() > how_many) configs.resize(how_many);
@@ -609,7 +609,7 @@ void time_large_f16(const device_info& dev, const gemm_device_limits& limits, st
     cuda_check(cudaEventCreate(&start), "event");
     cuda_check(cudaEventCreate(&stop), "event");
     const double flops = 2.0 * n * n * n;
-    std::printf("f16 %zu^3 (rank: heuristic order)\n", n);
+    std::printf("%s %zu^3 (rank: heuristic order)\n", type.c_str(), n);
     for (std::size_t rank = 0; rank < vs.size(); ++rank) {
         const auto& v = vs[rank];
         if (!v.error.empty()) {
@@ -656,7 +656,7 @@ void time_large_f16(const device_info& dev, const gemm_device_limits& limits, st
                 double acc = 0;
                 for (std::size_t k = 0; k < n; ++k)
                     acc += a.values[i * n + k] * b.values[k * n + j];
-                const double g = get(dtype::f16, host.data(), i * n + j);
+                const double g = get(t, host.data(), i * n + j);
                 err += (g - acc) * (g - acc);
                 norm += acc * acc;
             }
@@ -699,6 +699,7 @@ int main(int argc, char** argv) {
     limits.sm_count = unsigned(dev.sm_count);
     limits.shared_per_block = dev.shared_per_block_optin;
     limits.shared_per_sm = dev.shared_per_sm;
+    limits.wgmma = arch_has_wgmma(dev.arch);
     std::printf("%s (%s, %d SMs, %zu KiB shared per block)\n", dev.name.c_str(), dev.arch.c_str(),
                 dev.sm_count, dev.shared_per_block_optin / 1024);
     std::mt19937 rng(7);
@@ -709,6 +710,11 @@ int main(int argc, char** argv) {
             if (tc.name.find(filter) != std::string::npos) run_case(tc, dev, limits, sum, rng);
     std::printf("gemm configs: %zu, compiled %zu, passed %zu, failed %zu\n", sum.configs,
                 sum.compiled, sum.passed, sum.failed);
-    if (only != "check") time_large_f16(dev, limits, rng, 40);
+    if (only != "check") {
+        time_large(dev, limits, rng, 4096, conflux::dtype::f16, 40);
+        time_large(dev, limits, rng, 4096, conflux::dtype::bf16, 12);
+        time_large(dev, limits, rng, 8192, conflux::dtype::f16, 12);
+        time_large(dev, limits, rng, 8192, conflux::dtype::bf16, 12);
+    }
     return sum.failed == 0 ? 0 : 1;
 }

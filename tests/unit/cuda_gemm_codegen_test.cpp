@@ -531,6 +531,72 @@ TEST(CudaGemmKernel, ExplicitVectorWidthsAndLayoutsCompile) {
                     *parse_perf_config("32x32x32_w1x1_s2_k1"));
 }
 
+TEST(CudaGemmConfig, WgmmaConfigsParseAndStateTheirConstraints) {
+    const auto c = parse_perf_config("128x256x64_w8x1_s4_k1_wgmma");
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(c->wgmma);
+    EXPECT_EQ(to_string(*c), "128x256x64_w8x1_s4_k1_wgmma");
+    EXPECT_EQ(c->threads(), 256u);
+    EXPECT_FALSE(c->rounds_f32_to_tf32());
+    EXPECT_FALSE(parse_perf_config("128x256x64_w8x1_s4_k1_simt_wgmma").has_value());
+    EXPECT_FALSE(parse_perf_config("128x256x64_w8x1_s4_k1_wgmma_v8").has_value());
+
+    const auto big = dot_problem(dtype::f16, 4096, 4096, 4096);
+    EXPECT_TRUE(is_valid("128x256x64_w8x1_s4_k1_wgmma", big));
+    EXPECT_TRUE(is_valid("128x256x64_w4x2_s3_k1_wgmma", big));
+    gemm_device_limits ampere;
+    ampere.wgmma = false;
+    EXPECT_CONTAINS(why_not("128x128x64_w8x1_s4_k1_wgmma", big, ampere), "sm_90");
+    EXPECT_CONTAINS(why_not("128x128x64_w8x1_s4_k1_wgmma", dot_problem(dtype::f32, 256, 256, 256)),
+                    "f16 or bf16");
+    EXPECT_CONTAINS(why_not("128x128x64_w2x4_s4_k1_wgmma", big), "warpgroups of 4");
+    EXPECT_CONTAINS(why_not("96x128x64_w4x1_s4_k1_wgmma", big), "multiple of wgmma's 64");
+    EXPECT_CONTAINS(why_not("64x512x64_w4x1_s3_k1_wgmma", big), "up to 256");
+    EXPECT_CONTAINS(why_not("128x256x64_w4x1_s3_k1_wgmma", big), "accumulator registers");
+    EXPECT_CONTAINS(why_not("64x8x64_w4x1_s4_k1_wgmma", big), "swizzle blocks"); // 16-byte rows
+    EXPECT_CONTAINS(why_not("256x256x64_w16x1_s4_k1_wgmma", big), "shared memory");
+    // An n-major B cut between warpgroups inside a 128-byte swizzle block.
+    EXPECT_CONTAINS(why_not("64x64x64_w4x2_s4_k1_wgmma", big), "swizzle block");
+    // Candidates: wgmma only where the device has it.
+    bool any = false;
+    for (const auto& cc : candidate_configs(big))
+        any = any || cc.wgmma;
+    EXPECT_TRUE(any);
+    for (const auto& cc : candidate_configs(big, ampere))
+        EXPECT_FALSE(cc.wgmma) << to_string(cc);
+    EXPECT_TRUE(arch_has_wgmma("sm_90"));
+    EXPECT_FALSE(arch_has_wgmma("sm_89"));
+    EXPECT_FALSE(arch_has_wgmma("sm_100"));
+}
+
+TEST(CudaGemmKernel, WgmmaKernelsCompileForSm90a) {
+    // Both majors of both operands, each swizzle width (64-, 32- and 16-column n-major B tiles
+    // are 128-, 64- and 32-byte rows), warpgroups along N, split-K and convolutions.
+    const auto rm = dot_problem(dtype::f16, 300, 200, 136);        // B n-major
+    const auto tb = dot_problem(dtype::bf16, 256, 192, 100, true); // B k-major
+    const auto cm = dot_problem(dtype::f16, shape{dtype::f16, {128, 64}, {1, 128}},
+                                shape{dtype::f16, {64, 96}}); // A m-major
+    EXPECT_EQ(cm.a.major, operand_major::mn);
+    for (const char* c :
+         {"128x256x64_w8x1_s4_k1_wgmma", "128x128x64_w4x2_s3_k1_wgmma", "64x32x64_w4x1_s6_k1_wgmma",
+          "64x16x32_w4x1_s6_k1_wgmma", "128x128x64_w8x1_s4_k2_wgmma"})
+        expect_compiles(rm, shape{dtype::f16, {300, 200}}, *parse_perf_config(c));
+    for (const char* c : {"256x128x64_w8x1_s3_k1_wgmma", "64x64x64_w4x1_s4_k1_wgmma"})
+        expect_compiles(tb, shape{dtype::bf16, {256, 192}}, *parse_perf_config(c));
+    expect_compiles(cm, shape{dtype::f16, {128, 96}},
+                    *parse_perf_config("128x64x64_w8x1_s4_k1_wgmma"));
+    auto conv = conv_problem(dtype::f16, conv_op(2, 2, 1, 1), {2, 15, 15, 64}, {128, 3, 3, 64});
+    expect_compiles(conv.problem, conv.y, *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma"));
+    auto grouped = conv_problem(dtype::f16, conv_op(2, 1, 1, 2), {1, 8, 8, 64}, {64, 3, 3, 32});
+    expect_compiles(grouped.problem, grouped.y, *parse_perf_config("64x32x32_w4x1_s4_k1_wgmma"));
+    // The instruction is in the code and the kernel asks for the architecture-specific target.
+    const auto k = generate_gemm_kernel(rm, *parse_perf_config("128x256x64_w8x1_s4_k1_wgmma"),
+                                        default_epilogue(rm, shape{dtype::f16, {300, 200}}), "k");
+    EXPECT_TRUE(k.arch_specific);
+    EXPECT_EQ(target_arch(k, "sm_90"), "sm_90a");
+    EXPECT_CONTAINS(k.code, "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16");
+}
+
 TEST(CudaGemmKernel, InvalidConfigIsAnInternalError) {
     const auto p = dot_problem(dtype::f64, 8, 8, 8);
     EXPECT_THROW(generate_gemm_kernel(p, *parse_perf_config("32x32x32_w1x1_s2_k1"),

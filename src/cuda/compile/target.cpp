@@ -86,6 +86,7 @@ compiled_program compile(program p, const compile_options& options) {
     lowering_options lopts;
     lopts.perf_config = options.perf_config;
     lopts.exact_fp32 = options.exact_fp32;
+    lopts.limits.wgmma = arch_has_wgmma(d.stats.arch);
     if (available_devices() > 0) {
         const device_info dev = query_device(0);
         lopts.limits.sm_count = unsigned(dev.sm_count);

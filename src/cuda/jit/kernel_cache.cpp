@@ -145,7 +145,8 @@ fs::path default_kernel_cache_dir() {
     return {};
 }
 
-std::string kernel_cache_key(const kernel_source& k, const std::string& arch) {
+std::string kernel_cache_key(const kernel_source& k, const std::string& requested_arch) {
+    const std::string arch = target_arch(k, requested_arch);
     std::string key(key_version);
     key += "\narch ";
     key += arch;

@@ -26,6 +26,9 @@ struct kernel_source {
     launch_dims launch;
     std::size_t inputs = 0;
     std::size_t outputs = 0;
+    // Uses instructions of the architecture-specific target (sm_90a's wgmma): compiled for
+    // "<arch>a", whose code runs on that architecture only.
+    bool arch_specific = false;
     // Nothing to launch: every output is empty (zero elements).
     bool empty() const { return launch.grid[0] * launch.grid[1] * launch.grid[2] == 0; }
 };

@@ -31,6 +31,11 @@ std::vector<std::string> nvrtc_options(const std::string& arch) {
     return {"--gpu-architecture=" + arch, "--std=c++17", "-lineinfo"};
 }
 
+std::string target_arch(const kernel_source& k, const std::string& arch) {
+    if (!k.arch_specific || (!arch.empty() && arch.back() == 'a')) return arch;
+    return arch + "a";
+}
+
 std::string nvrtc_version() {
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
@@ -62,7 +67,7 @@ compiled_kernel nvrtc_compile(const kernel_source& k, const std::string& arch) {
     check(nvrtcCreateProgram(prog.get(), k.code.c_str(), file.c_str(), int(texts.size()),
                              texts.data(), names.data()),
           k.entry, "program creation");
-    const auto options = nvrtc_options(arch);
+    const auto options = nvrtc_options(target_arch(k, arch));
     std::vector<const char*> opts;
     for (const auto& o : options)
         opts.push_back(o.c_str());
@@ -78,8 +83,9 @@ compiled_kernel nvrtc_compile(const kernel_source& k, const std::string& arch) {
         out.log.resize(log_size - 1);
     }
     if (compiled != NVRTC_SUCCESS)
-        throw_internal_error("NVRTC could not compile generated kernel ", k.entry, " for ", arch,
-                             ": ", nvrtcGetErrorString(compiled), "\n", out.log);
+        throw_internal_error("NVRTC could not compile generated kernel ", k.entry, " for ",
+                             target_arch(k, arch), ": ", nvrtcGetErrorString(compiled), "\n",
+                             out.log);
     std::size_t size = 0;
     check(nvrtcGetCUBINSize(*prog, &size), k.entry, "cubin size query");
     out.cubin.resize(size);

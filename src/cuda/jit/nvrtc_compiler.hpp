@@ -19,6 +19,10 @@ struct compiled_kernel {
 // compile error is Conflux's bug): it names the kernel and carries NVRTC's log.
 compiled_kernel nvrtc_compile(const kernel_source& k, const std::string& arch);
 
+// The architecture nvrtc_compile compiles k for: arch, or its "a" target when k is
+// arch_specific.
+std::string target_arch(const kernel_source& k, const std::string& arch);
+
 // The options nvrtc_compile passes, for cache keys.
 std::vector<std::string> nvrtc_options(const std::string& arch);
 

@@ -16,7 +16,7 @@ struct gemm_problem;
 
 // Bumped whenever a change to the gemm generator can change which config is fastest or which
 // configs are valid: entries of other versions are re-tuned.
-inline constexpr const char* gemm_generator_version = "gemm-6"; // 6: the depthwise family
+inline constexpr const char* gemm_generator_version = "gemm-7"; // 7: the wgmma family
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...

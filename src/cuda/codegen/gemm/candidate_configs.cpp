@@ -53,6 +53,34 @@ std::vector<perf_config> tensor_core_space(dtype t) {
     return r;
 }
 
+// Hopper's warpgroup MMA (f16, bf16): warps_m counts 4 warps per warpgroup along M. 64-deep
+// tiles are the 128-byte swizzle rows of a k-major operand; the 32-deep ones use the 64-byte
+// swizzle.
+std::vector<perf_config> wgmma_space() {
+    std::vector<perf_config> r;
+    auto add = [&](tile_shape s, unsigned tile_k, unsigned stages, unsigned split) {
+        perf_config c{s.m, s.n, tile_k, s.warps_m, s.warps_n, stages, split, 0, false};
+        c.wgmma = true;
+        r.push_back(c);
+    };
+    const tile_shape big[] = {{128, 256, 8, 1}, {256, 128, 8, 1}, {128, 128, 8, 1}};
+    for (const auto& s : big)
+        for (unsigned stages : {3u, 4u})
+            add(s, 64, stages, 1);
+    add({128, 256, 4, 2}, 64, 3, 1);
+    const tile_shape medium[] = {{64, 256, 4, 1}, {64, 128, 4, 1}, {128, 64, 8, 1}, {64, 64, 4, 1}};
+    for (const auto& s : medium)
+        for (unsigned stages : {4u, 6u})
+            add(s, 64, stages, 1);
+    add({128, 128, 8, 1}, 32, 6, 1);
+    add({64, 32, 4, 1}, 64, 6, 1);
+    add({64, 16, 4, 1}, 64, 6, 1);
+    for (unsigned split : {2u, 4u})
+        for (const tile_shape& s : {tile_shape{128, 128, 8, 1}, tile_shape{64, 128, 4, 1}})
+            add(s, 64, 4, split);
+    return r;
+}
+
 std::vector<perf_config> simt_space() {
     std::vector<perf_config> r;
     auto add = [&](tile_shape s, unsigned stages, unsigned split) {
@@ -76,6 +104,8 @@ double accumulator_words(dtype t) {
 
 // Relative multiply-accumulate rate of a path against f16 tensor cores on Hopper.
 double path_rate(const gemm::kernel_plan& k, dtype t) {
+    // wgmma issues the whole warpgroup's multiply from shared memory without ldmatrix.
+    if (k.wgmma) return 1.7;
     if (k.mma) return k.tf32 ? 0.5 : 1.0;
     switch (t) {
     case dtype::f32:
@@ -95,8 +125,9 @@ double estimated_time(const gemm::kernel_plan& k, const gemm_problem& p,
     const double eb = k.element_bytes;
     // Registers per thread: accumulators, fragments, loader state and addressing.
     const double acc_words = accumulator_words(p.type);
-    const double regs = k.mma ? k.frag_m * k.frag_n * 4.0 + k.frag_m * 4.0 + k.frag_n * 2.0 + 48
-                              : k.frag_m * k.frag_n * acc_words + (k.frag_m + k.frag_n) * 2 + 40;
+    const double regs = k.wgmma ? k.frag_m * k.frag_n * 4.0 + 40
+                        : k.mma ? k.frag_m * k.frag_n * 4.0 + k.frag_m * 4.0 + k.frag_n * 2.0 + 48
+                                : k.frag_m * k.frag_n * acc_words + (k.frag_m + k.frag_n) * 2 + 40;
     const double by_shared =
         std::floor(double(limits.shared_per_sm) / double(k.shared_bytes + 1024));
     const double by_threads = std::floor(2048.0 / k.threads);
@@ -143,6 +174,10 @@ std::vector<perf_config> candidate_configs(const gemm_problem& p,
                                            const gemm_device_limits& limits) {
     std::vector<perf_config> space;
     if (gemm::mma_supports(p.type)) space = tensor_core_space(p.type);
+    if (limits.wgmma && (p.type == dtype::f16 || p.type == dtype::bf16)) {
+        auto wg = wgmma_space();
+        space.insert(space.end(), wg.begin(), wg.end());
+    }
     // SIMT: every type, and exact fp32 next to tf32.
     if (!gemm::mma_supports(p.type) || p.type == dtype::f32) {
         auto simt = simt_space();

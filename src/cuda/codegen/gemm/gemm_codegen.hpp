@@ -42,11 +42,15 @@ loader_text operand_loader(const codegen_context& c, bool is_a);
 // format (fill_store_format) whose row and column are cx_offset-typed and within batch entry
 // cx_z.
 struct compute_text {
+    std::string functions; // device functions placed before the kernel (wgmma's instruction)
     std::string setup;
     std::string tile;
+    std::string finish; // after the K loop, before the store (wgmma: the last wait)
     std::string store;
 };
 compute_text warp_compute(const codegen_context& c, const std::string& store_call);
+// The same for a _wgmma config (gemm_wgmma_compute.cpp); warp_compute dispatches to it.
+compute_text wgmma_compute(const codegen_context& c, const std::string& store_call);
 
 // A store format is a statement with the placeholders $V, $M and $N for the value and the row
 // and column it stores. Returns it with every occurrence of each placeholder replaced by `v`,

@@ -251,6 +251,7 @@ std::string fill_store_format(const std::string& format, const std::string& v, c
 }
 
 compute_text warp_compute(const codegen_context& c, const std::string& store_call) {
+    if (c.plan.wgmma) return wgmma_compute(c, store_call);
     return c.plan.mma ? mma_compute(c, store_call) : simt_compute(c, store_call);
 }
 

@@ -78,8 +78,10 @@ std::string epilogue_call(const gemm_problem& p, const gemm_epilogue& e,
     return function + "($V, (long long)cx_z, (long long)($M), (long long)($N)" + args + ");";
 }
 
-std::string device_headers() {
-    return text::include_prelude({"types.cuh", "gemm.cuh"}) + text::suppress_unused_warnings;
+std::string device_headers(bool wgmma = false) {
+    std::vector<std::string> headers{"types.cuh", "gemm.cuh"};
+    if (wgmma) headers.push_back("wgmma.cuh");
+    return text::include_prelude(headers) + text::suppress_unused_warnings;
 }
 
 } // namespace
@@ -148,13 +150,15 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     k.entry = entry;
     k.inputs = split ? 2 : 2 + epilogue.inputs;
     k.outputs = split ? 1 : epilogue.parameters.size() - epilogue.inputs;
+    k.arch_specific = plan->wgmma;
     std::string& s = k.code;
-    s += device_headers();
+    s += device_headers(plan->wgmma);
     s += "// " + to_string(c) + " for " + to_string(p) + "\n";
     s += "typedef " + off_t + " cx_offset;\n\n";
     if (!split) s += epilogue.code + "\n";
     s += gemm::tile_offset_function("cx_a_tile_offset", plan->a, plan->element_bytes);
     s += gemm::tile_offset_function("cx_b_tile_offset", plan->b, plan->element_bytes);
+    const std::size_t functions_at = s.size(); // the multiply's device functions go here
     std::vector<std::string> params{"const " + S + "* __restrict__ in0",
                                     "const " + S + "* __restrict__ in1"};
     if (split)
@@ -169,7 +173,9 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         return k;
     }
     const std::string in = "    ";
-    s += in + "extern __shared__ __align__(128) unsigned char cx_smem[];\n";
+    // wgmma's swizzle patterns repeat every 1024 bytes and must start on such a boundary.
+    s += in + "extern __shared__ __align__(" + (plan->wgmma ? "1024" : "128") +
+         ") unsigned char cx_smem[];\n";
     s += in + "const unsigned cx_smem_base = cx_shared_address(cx_smem);\n";
     s += in + "const int cx_tid = threadIdx.x, cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
 
@@ -226,6 +232,7 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
                               : staged ? "cx_store(&cx_stage[" + stage_index + "], $V);"
                                        : epilogue_call(p, epilogue);
     const auto compute = gemm::warp_compute(ctx, store);
+    s.insert(functions_at, compute.functions);
     s += compute.setup;
     s += in + "auto cx_multiply = [&](int cx_slot) {\n" + compute.tile + in + "};\n";
 
@@ -245,20 +252,26 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         s += in + "const int cx_kt_begin = 0;\n";
         s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) + ";\n";
     }
-    s += in + "#pragma unroll\n" + in + "for (int s = 0; s < " + std::to_string(c.stages - 1) +
+    // wgmma leaves one stage's multiply running while the next is issued (the multiply waits
+    // for the one before it), so a stage is refilled two iterations after it was multiplied:
+    // stages - 2 tiles ahead instead of stages - 1.
+    const unsigned ahead = plan->wgmma ? c.stages - 2 : c.stages - 1;
+    s += in + "#pragma unroll\n" + in + "for (int s = 0; s < " + std::to_string(ahead) +
          "; ++s) {\n";
     s += in + "    if (s < cx_kt_count) cx_load_tiles(s, cx_kt_begin + s);\n";
     s += in + "    cx_cp_async_commit();\n" + in + "}\n";
     s += in + "for (int t = 0; t < cx_kt_count; ++t) {\n";
-    s += in + "    cx_cp_async_wait<" + std::to_string(c.stages - 2) + ">();\n";
+    s += in + "    cx_cp_async_wait<" + std::to_string(ahead - 1) + ">();\n";
+    if (plan->wgmma) s += in + "    cx_fence_proxy_async();\n";
     s += in + "    __syncthreads();\n";
-    s += in + "    const int next = t + " + std::to_string(c.stages - 1) + ";\n";
+    s += in + "    const int next = t + " + std::to_string(ahead) + ";\n";
     s += in + "    if (next < cx_kt_count) cx_load_tiles(next % " + stages +
          ", cx_kt_begin + next);\n";
     s += in + "    cx_cp_async_commit();\n";
     s += in + "    cx_multiply(t % " + stages + ");\n";
     s += in + "}\n";
     s += in + "cx_cp_async_wait<0>();\n";
+    s += compute.finish;
     if (staged) {
         // Every warp must be done reading the pipeline's tiles before they are overwritten.
         s += in + "__syncthreads();\n";

@@ -11,7 +11,10 @@
 //   - warps multiply from shared memory: ldmatrix (.trans for m/n-major tiles) feeding
 //     mma.sync m16n8k16 (f16, bf16) or m16n8k8 (f32 rounded to tf32), accumulating in f32; or,
 //     with _simt, plain FMA in the accumulator type (f32, f64 for f64, i64 for integers and
-//     bool, integers wrapping like the reference target);
+//     bool, integers wrapping like the reference target); or, with _wgmma (sm_90a, f16 and
+//     bf16), warpgroups of four warps issue wgmma.mma_async on the swizzled stage through
+//     matrix descriptors and wait for it one stage later, so stages - 2 slices are in flight
+//     (gemm_wgmma_compute.cpp);
 //   - every accumulated element is handed to the epilogue (below) with its coordinates: straight
 //     from the registers (store_walk::direct), or, for coalesced stores, after the block has
 //     parked its accumulators in shared memory (reusing the pipeline's buffer) and walks the

@@ -12,15 +12,21 @@ namespace conflux::cuda::gemm {
 
 std::string tile_offset_function(const std::string& name, const tile_plan& t,
                                  unsigned element_bytes) {
-    return "__device__ __forceinline__ unsigned " + name +
-           "(unsigned outer, unsigned inner) {\n"
-           "    const unsigned byte = inner * " +
-           std::to_string(element_bytes) +
-           "u;\n"
-           "    return outer * " +
-           std::to_string(t.row_bytes) + "u + (((byte >> 4) ^ ((outer / " +
-           std::to_string(t.swizzle_div) + "u) % " + std::to_string(t.swizzle_mod) +
-           "u)) << 4) + (byte & 15u);\n}\n";
+    const std::string swizzled = "(((byte >> 4) ^ ((outer / " + std::to_string(t.swizzle_div) +
+                                 "u) % " + std::to_string(t.swizzle_mod) +
+                                 "u)) << 4) + (byte & 15u)";
+    const bool blocked = t.block_bytes != 0 && t.block_bytes != t.row_bytes;
+    std::string s = "__device__ __forceinline__ unsigned " + name +
+                    "(unsigned outer, unsigned inner) {\n    " + (blocked ? "" : "const ") +
+                    "unsigned byte = inner * " + std::to_string(element_bytes) + "u;\n";
+    if (!blocked)
+        return s + "    return outer * " + std::to_string(t.row_bytes) + "u + " + swizzled +
+               ";\n}\n";
+    // Blocked (wgmma): the block of the row, then the row inside the block region.
+    const std::string bb = std::to_string(t.block_bytes) + "u";
+    return s + "    const unsigned block = byte / " + bb + ";\n" + "    byte -= block * " + bb +
+           ";\n" + "    return block * " + std::to_string(t.outer * t.block_bytes) +
+           "u + outer * " + bb + " + " + swizzled + ";\n}\n";
 }
 
 namespace {

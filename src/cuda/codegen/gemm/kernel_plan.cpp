@@ -25,7 +25,22 @@ bool plan_tile(tile_plan& t, const char* name, const gemm_operand& o, unsigned r
         return fail(why, std::string(name) + "'s shared tile rows of " + std::to_string(t.inner) +
                              " elements (" + std::to_string(t.row_bytes) +
                              " bytes) are not a multiple of 16 bytes");
-    const unsigned chunks = t.row_bytes / 16;
+    t.block_bytes = t.row_bytes;
+    if (c.wgmma) {
+        // wgmma reads the hardware's swizzle: blocks of 32, 64 or 128 bytes per row, each
+        // block region starting on an 8-row boundary (so every stage's too).
+        t.block_bytes = std::min(t.row_bytes, 128u);
+        if (t.block_bytes < 32 || !std::has_single_bit(t.block_bytes) ||
+            t.row_bytes % t.block_bytes != 0)
+            return fail(why, std::string(name) + "'s shared tile rows of " +
+                                 std::to_string(t.row_bytes) +
+                                 " bytes are not a whole number of wgmma swizzle blocks (32, 64 "
+                                 "or 128 bytes)");
+        if (t.outer % 8 != 0)
+            return fail(why, std::string(name) + "'s shared tile has " + std::to_string(t.outer) +
+                                 " rows, not a multiple of wgmma's 8-row groups");
+    }
+    const unsigned chunks = t.block_bytes / 16;
     if (std::has_single_bit(chunks)) {
         t.swizzle_div = std::max(1u, 8 / chunks);
         t.swizzle_mod = std::min(chunks, 8u);
@@ -50,6 +65,41 @@ bool plan_tile(tile_plan& t, const char* name, const gemm_operand& o, unsigned r
     const std::size_t total = std::size_t(t.outer) * t.inner / t.vector;
     t.loads_per_thread = unsigned((total + threads - 1) / threads);
     t.loads_exact = total % threads == 0;
+    return true;
+}
+
+// The warpgroup shape of a _wgmma config: 4 consecutive warps along M form a warpgroup,
+// which issues m64nNk16 instructions over its share of the block's tile.
+bool plan_wgmma(kernel_plan& k, const perf_config& c, const gemm_problem& p,
+                const gemm_device_limits& limits, std::string* why) {
+    if (!limits.wgmma) return fail(why, "wgmma configs run only on sm_90 (Hopper)");
+    if (c.simt) return fail(why, "a config is either _simt or _wgmma");
+    if (c.stages < 3)
+        return fail(why, "a wgmma pipeline keeps one stage multiplying and one in flight: it "
+                         "needs 3 to 8 stages, not " +
+                             std::to_string(c.stages));
+    if (p.type != dtype::f16 && p.type != dtype::bf16)
+        return fail(why, "wgmma configs take f16 or bf16, not " + std::string(to_string(p.type)));
+    if (c.warps_m % 4 != 0)
+        return fail(why, "a wgmma config's warps along M (" + std::to_string(c.warps_m) +
+                             ") are not whole warpgroups of 4");
+    k.groups_m = c.warps_m / 4;
+    k.groups_n = c.warps_n;
+    k.group_tile_m = c.tile_m / k.groups_m;
+    k.group_tile_n = c.tile_n / k.groups_n;
+    if (k.group_tile_m % 64 != 0 || c.tile_m % k.groups_m != 0)
+        return fail(why, "a warpgroup's " + std::to_string(c.tile_m / k.groups_m) +
+                             " rows are not a multiple of wgmma's 64");
+    if (k.group_tile_n % 8 != 0 || k.group_tile_n > 256 || c.tile_n % k.groups_n != 0)
+        return fail(why, "a warpgroup's " + std::to_string(c.tile_n / k.groups_n) +
+                             " columns are not a multiple of 8 up to 256 (wgmma's N)");
+    k.frag_m = k.group_tile_m / 64;
+    k.frag_n = k.group_tile_n / 8;
+    if (k.frag_m * k.group_tile_n / 2 > 128)
+        return fail(why, "a warpgroup's tile " + std::to_string(k.group_tile_m) + "x" +
+                             std::to_string(k.group_tile_n) +
+                             " needs more than 128 accumulator registers per thread");
+    k.k_step = 16;
     return true;
 }
 
@@ -112,7 +162,10 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
     k.warp_tile_m = c.tile_m / c.warps_m;
     k.warp_tile_n = c.tile_n / c.warps_n;
     k.mma = !c.simt;
-    if (k.mma) {
+    k.wgmma = c.wgmma;
+    if (c.wgmma) {
+        if (!plan_wgmma(k, c, p, limits, why)) return std::nullopt;
+    } else if (k.mma) {
         if (!mma_supports(p.type)) {
             fail(why,
                  std::string(to_string(p.type)) + " has no tensor-core path: use a _simt config");
@@ -163,6 +216,19 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
         !plan_tile(k.b, conv ? "the weights" : "B", p.b, c.tile_n, c, k.element_bytes, k.threads,
                    why))
         return std::nullopt;
+    if (c.wgmma) {
+        // An M/N-major operand's warpgroup share starts on a block (its descriptor's start).
+        const bool a_off = k.a.major == operand_major::mn && k.groups_m > 1 &&
+                           (k.group_tile_m * k.element_bytes) % k.a.block_bytes != 0;
+        const bool b_off = k.b.major == operand_major::mn && k.groups_n > 1 &&
+                           (k.group_tile_n * k.element_bytes) % k.b.block_bytes != 0;
+        if (a_off || b_off) {
+            fail(why, std::string("a warpgroup's share of the ") +
+                          (a_off ? "m-major A" : "n-major B") +
+                          " does not start on a swizzle block");
+            return std::nullopt;
+        }
+    }
     k.shared_bytes = std::size_t(c.stages) * (k.a.stage_bytes + k.b.stage_bytes);
     if (k.shared_bytes > limits.shared_per_block) {
         fail(why, "the pipeline needs " + kib(k.shared_bytes) +

@@ -26,6 +26,11 @@ struct tile_plan {
     unsigned row_bytes = 0; // inner * element size (a multiple of 16)
     unsigned swizzle_div = 1;
     unsigned swizzle_mod = 1;
+    // wgmma tiles: rows longer than the swizzle width are cut into blocks of block_bytes,
+    // stored one after the other (block b of every row, then block b + 1): element (o, i) is
+    // at (i * size / block_bytes) * outer * block_bytes + o * block_bytes + the swizzled
+    // position inside the block. Equal to row_bytes for every other tile (one block).
+    unsigned block_bytes = 0;
     std::size_t stage_bytes = 0;
     unsigned vector = 1;           // elements per global load along `inner`
     bool async = false;            // cp.async (vector bytes 4, 8 or 16); else through registers
@@ -38,10 +43,14 @@ struct kernel_plan {
     unsigned threads = 0;
     unsigned element_bytes = 0;
     bool mma = false;    // tensor cores (else SIMT FMA)
+    bool wgmma = false;  // warpgroup MMA from swizzled shared memory (else mma.sync)
     bool tf32 = false;   // f32 inputs on tensor cores
     unsigned k_step = 0; // mma K (16, or 8 for tf32); 1 for SIMT
     unsigned warp_tile_m = 0, warp_tile_n = 0;
-    unsigned frag_m = 0, frag_n = 0; // mma: 16x8 tiles per warp; SIMT: elements per thread
+    unsigned frag_m = 0, frag_n = 0;     // mma: 16x8 tiles per warp; SIMT: elements per thread;
+                                         // wgmma: m64 instructions and 8-column blocks per group
+    unsigned groups_m = 0, groups_n = 0; // wgmma: warpgroups along M and N
+    unsigned group_tile_m = 0, group_tile_n = 0; // wgmma: each warpgroup's share of the tile
     tile_plan a, b;
     std::size_t shared_bytes = 0;
     std::size_t k_tiles = 0;           // tiles of tile_k along K

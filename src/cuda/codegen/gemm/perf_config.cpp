@@ -30,6 +30,10 @@ bool take(std::string_view& s, std::string_view prefix) {
 
 } // namespace
 
+bool arch_has_wgmma(std::string_view arch) {
+    return arch == "sm_90" || arch == "sm_90a";
+}
+
 std::optional<perf_config> parse_perf_config(std::string_view s) {
     perf_config c;
     if (take(s, "dw_c")) {
@@ -45,7 +49,10 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
         !take_number(s, c.stages) || !take(s, "_k") || !take_number(s, c.split_k))
         return std::nullopt;
     if (take(s, "_v") && (!take_number(s, c.vector) || c.vector == 0)) return std::nullopt;
-    if (take(s, "_simt")) c.simt = true;
+    if (take(s, "_simt"))
+        c.simt = true;
+    else if (take(s, "_wgmma"))
+        c.wgmma = true;
     if (!s.empty()) return std::nullopt;
     return c;
 }
@@ -60,6 +67,7 @@ std::string to_string(const perf_config& c) {
                     std::to_string(c.split_k);
     if (c.vector != 0) s += "_v" + std::to_string(c.vector);
     if (c.simt) s += "_simt";
+    if (c.wgmma) s += "_wgmma";
     return s;
 }
 

@@ -1,7 +1,7 @@
 // A perf config names one variant of the generated GEMM / implicit-GEMM convolution kernel
 // (gemm_kernel.hpp). Its text is what the problem cache stores and what --perf-config takes:
 //
-//   <M>x<N>x<K>_w<A>x<B>_s<S>_k<P>[_v<V>][_simt]
+//   <M>x<N>x<K>_w<A>x<B>_s<S>_k<P>[_v<V>][_simt|_wgmma]
 //
 //   M x N x K   the block's tile: rows of A / the output, columns of B / the output, and the
 //               depth of one pipeline step along the reduction
@@ -13,8 +13,13 @@
 //               absent: each operand uses the widest its alignment allows
 //   simt        plain FMA in the accumulator type instead of tensor cores: the path for f64,
 //               integers and exact fp32
+//   wgmma       Hopper's warpgroup MMA (sm_90a) instead of mma.sync, for f16 and bf16: every 4
+//               consecutive warps along M form a warpgroup that multiplies its
+//               (M / (A/4)) x (N / B) share of the tile straight from shared memory, the
+//               tiles laid out in the swizzled form wgmma reads (gemm_wgmma_compute.cpp)
 //
-// e.g. "128x128x32_w2x2_s3_k1", "64x64x16_w2x2_s2_k1_simt", "128x256x32_w2x4_s3_k2_v8".
+// e.g. "128x128x32_w2x2_s3_k1", "64x64x16_w2x2_s2_k1_simt", "128x256x32_w2x4_s3_k2_v8",
+// "128x256x64_w8x1_s4_k1_wgmma".
 //
 // A depthwise convolution (one input channel per group) may also run on the depthwise kernel
 // family (depthwise_kernel.hpp), whose configs read
@@ -51,6 +56,7 @@ struct perf_config {
     unsigned split_k = 1;
     unsigned vector = 0; // 0: each operand's widest; depthwise: channels per thread
     bool simt = false;
+    bool wgmma = false;
     unsigned outputs = 0;       // depthwise: outputs per thread along the innermost spatial axis
     unsigned block_threads = 0; // depthwise: threads per block
     kernel_family family = kernel_family::implicit_gemm;
@@ -58,7 +64,7 @@ struct perf_config {
     bool is_depthwise() const { return family == kernel_family::depthwise; }
     // Whether f32 operands are rounded to tf32 (tensor cores): the SIMT and depthwise kernels
     // multiply in exact f32.
-    bool rounds_f32_to_tf32() const { return !simt && !is_depthwise(); }
+    bool rounds_f32_to_tf32() const { return !simt && !wgmma && !is_depthwise(); }
     unsigned threads() const { return is_depthwise() ? block_threads : 32 * warps_m * warps_n; }
     friend bool operator==(const perf_config&, const perf_config&) = default;
 };
@@ -68,7 +74,13 @@ struct gemm_device_limits {
     unsigned sm_count = 132;
     std::size_t shared_per_block = 227 * 1024; // the opt-in maximum of dynamic shared memory
     std::size_t shared_per_sm = 228 * 1024;
+    // Warpgroup MMA (wgmma, sm_90a): only Hopper itself runs it, no later architecture.
+    bool wgmma = true;
 };
+
+// Whether code for arch ("sm_90", "sm_90a", ...) can use wgmma: sm_90a's instructions run on
+// compute capability 9.0 only.
+bool arch_has_wgmma(std::string_view arch);
 
 // nullopt for anything that is not exactly a config's text (no throw): every number a decimal
 // without leading zeros, the optional fields in the order above, each at most once.

@@ -1,0 +1,144 @@
+// The warpgroups' part of a _wgmma kernel (kernels/wgmma.cuh): each stage's tiles multiplied
+// by wgmma.mma_async straight from shared memory, and the walk over the accumulators.
+//
+// Warp w belongs to warpgroup w / 4, which owns rows (group % groups_m) * group_tile_m and
+// columns (group / groups_m) * group_tile_n of the block's tile; it issues frag_m m64 x
+// group_tile_n x k16 instructions per k-step. A descriptor's start is where its 64 rows (A) or
+// group_tile_n columns (B) begin at depth 16 ks: for a k-major tile, block (32 ks) / W of the
+// row region plus the rest of 32 ks bytes inside the block (the hardware applies the swizzle to
+// the address bits, so an offset inside a 1024-byte pattern is read correctly); for an
+// m/n-major tile, the block holding the first row of the share plus 16 ks rows of W bytes.
+#include "cuda/codegen/gemm/gemm_codegen.hpp"
+
+#include "conflux/util/errors.hpp"
+#include "cuda/codegen/codegen_text.hpp"
+
+namespace conflux::cuda::gemm {
+
+namespace {
+
+std::string u(std::size_t v) {
+    return std::to_string(v) + "u";
+}
+
+// The instruction for one N as a device function (its accumulators are N / 2 registers).
+std::string wgmma_function(const std::string& name, unsigned n, dtype t, bool trans_a,
+                           bool trans_b) {
+    const unsigned regs = n / 2;
+    const std::string type = t == dtype::bf16 ? "bf16" : "f16";
+    std::string s = "__device__ __forceinline__ void " + name + "(float (&d)[" +
+                    std::to_string(regs) +
+                    "], unsigned long long a, unsigned long long b) {\n"
+                    "    asm volatile(\"{\\n\"\n"
+                    "        \"wgmma.mma_async.sync.aligned.m64n" +
+                    std::to_string(n) + "k16.f32." + type + "." + type + " {\"\n";
+    for (unsigned i = 0; i < regs; i += 8) {
+        s += "        \"";
+        for (unsigned j = i; j < std::min(regs, i + 8); ++j)
+            s += "%" + std::to_string(j) + (j + 1 < regs ? ", " : "");
+        s += "\"\n";
+    }
+    s += "        \"}, %" + std::to_string(regs) + ", %" + std::to_string(regs + 1) +
+         ", 1, 1, 1, " + (trans_a ? "1" : "0") + ", " + (trans_b ? "1" : "0") + ";\\n\"\n";
+    s += "        \"}\\n\"\n        : ";
+    for (unsigned j = 0; j < regs; ++j)
+        s += std::string(j ? ", " : "") + "\"+f\"(d[" + std::to_string(j) + "])";
+    s += "\n        : \"l\"(a), \"l\"(b));\n}\n";
+    return s;
+}
+
+// The shared-state-space address (an unsigned expression) of the share starting at tile row
+// or column `first` (an unsigned expression) at k-step `ks` of one stage at `stage`.
+std::string share_address(const tile_plan& t, unsigned element_bytes, const std::string& stage,
+                          const std::string& first, const std::string& ks) {
+    const std::string W = u(t.block_bytes);
+    const std::string region = u(std::size_t(t.outer) * t.block_bytes);
+    if (t.major == operand_major::k) {
+        const std::string depth = "(" + ks + ") * " + u(16 * element_bytes);
+        return stage + " + " + depth + " / " + W + " * " + region + " + (" + first + ") * " + W +
+               " + " + depth + " % " + W;
+    }
+    const std::string bytes = "(" + first + ") * " + u(element_bytes);
+    return stage + " + " + bytes + " / " + W + " * " + region + " + (" + ks + ") * " +
+           u(16 * t.block_bytes) + " + " + bytes + " % " + W;
+}
+
+// LBO and SBO of a tile's descriptors (wgmma.cuh).
+std::string descriptor(const tile_plan& t, const std::string& address) {
+    const std::size_t lbo = t.major == operand_major::k ? 16 : std::size_t(t.outer) * t.block_bytes;
+    return "cx_wgmma_desc(" + address + ", " + u(lbo) + ", " + u(8 * std::size_t(t.block_bytes)) +
+           ", " + u(t.block_bytes) + ")";
+}
+
+} // namespace
+
+compute_text wgmma_compute(const codegen_context& c, const std::string& store_call) {
+    const kernel_plan& k = c.plan;
+    CONFLUX_ASSERT(k.wgmma, "wgmma_compute for a config without _wgmma");
+    const unsigned eb = k.element_bytes;
+    const unsigned regs = k.group_tile_n / 2;
+    const std::string FM = std::to_string(k.frag_m), R = std::to_string(regs);
+    const std::string in = "    ", in2 = "        ", in3 = "            ";
+    const bool trans_a = k.a.major == operand_major::mn, trans_b = k.b.major == operand_major::mn;
+    compute_text r;
+    r.functions = wgmma_function("cx_wgmma_tile", k.group_tile_n, c.problem.type, trans_a, trans_b);
+    std::string& s = r.setup;
+    s += in + "const int cx_wgroup = cx_warp >> 2, cx_quarter = cx_warp & 3;\n";
+    s += in + "const unsigned cx_gm0 = (unsigned)(cx_wgroup % " + std::to_string(k.groups_m) +
+         ") * " + u(k.group_tile_m) + ";\n";
+    s += in + "const unsigned cx_gn0 = (unsigned)(cx_wgroup / " + std::to_string(k.groups_m) +
+         ") * " + u(k.group_tile_n) + ";\n";
+    s += in + "float cx_acc[" + FM + "][" + R + "];\n";
+    s += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + FM + "; ++i)\n";
+    s += in + "    #pragma unroll\n" + in + "    for (int j = 0; j < " + R +
+         "; ++j) cx_acc[i][j] = 0.0f;\n";
+    s += in + "const int cx_g = cx_lane >> 2, cx_t = cx_lane & 3;\n";
+
+    // One stage: tile_k / 16 k-steps of frag_m instructions.
+    std::string& t = r.tile;
+    t += in2 + "const unsigned cx_a_st = cx_smem_base + (unsigned)cx_slot * " + u(k.a.stage_bytes) +
+         ";\n";
+    t += in2 + "const unsigned cx_b_st = cx_smem_base + " + u(k.config.stages * k.a.stage_bytes) +
+         " + (unsigned)cx_slot * " + u(k.b.stage_bytes) + ";\n";
+    t += in2 + "cx_wgmma_fence();\n";
+    t += in2 + "#pragma unroll\n" + in2 + "for (unsigned ks = 0; ks < " + u(k.config.tile_k / 16) +
+         "; ++ks) {\n";
+    t += in3 + "const unsigned long long cx_bd = " +
+         descriptor(k.b, share_address(k.b, eb, "cx_b_st", "cx_gn0", "ks")) + ";\n";
+    t += in3 + "#pragma unroll\n" + in3 + "for (unsigned mi = 0; mi < " + u(k.frag_m) + "; ++mi)\n";
+    t += in3 + "    cx_wgmma_tile(cx_acc[mi], " +
+         descriptor(k.a, share_address(k.a, eb, "cx_a_st", "cx_gm0 + mi * 64u", "ks")) +
+         ", cx_bd);\n";
+    t += in2 + "}\n";
+    t += in2 + "cx_wgmma_commit();\n";
+    // The previous stage's multiply is done after this: the kernel's loop refills its stage
+    // only after the next barrier.
+    t += in2 + "cx_wgmma_wait<1>();\n";
+    r.finish = in + "cx_wgmma_wait<0>();\n";
+    // The accumulators are the asm statements' outputs; this keeps the compiler from reading
+    // them before the last wait.
+    r.finish += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + FM + "; ++i)\n";
+    r.finish += in + "    #pragma unroll\n" + in + "    for (int j = 0; j < " + R +
+                "; ++j) asm volatile(\"\" : \"+f\"(cx_acc[i][j])::\"memory\");\n";
+
+    // d[4j + 2h + e] = row 16 q + g + 8 h, column 8 j + 2 t + e of the m64 block.
+    std::string& st = r.store;
+    const std::string M = text::integer_literal(c.problem.m),
+                      N = text::integer_literal(c.problem.n);
+    st += in + "#pragma unroll\n" + in + "for (int mi = 0; mi < " + FM + "; ++mi) {\n";
+    st += in + "    #pragma unroll\n" + in + "    for (int ni = 0; ni < " +
+          std::to_string(k.frag_n) + "; ++ni) {\n";
+    st += in + "        #pragma unroll\n" + in + "        for (int h = 0; h < 2; ++h) {\n";
+    st += in + "            const " + c.offset_type +
+          " m = cx_m0 + cx_gm0 + mi * 64 + cx_quarter * 16 + cx_g + h * 8;\n";
+    st += in + "            const " + c.offset_type + " n = cx_n0 + cx_gn0 + ni * 8 + cx_t * 2;\n";
+    st += in + "            if (m < " + M + ") {\n";
+    st += in + "                if (n < " + N + ") " +
+          fill_store_format(store_call, "cx_acc[mi][ni * 4 + h * 2]", "m", "n") + "\n";
+    st += in + "                if (n + 1 < " + N + ") " +
+          fill_store_format(store_call, "cx_acc[mi][ni * 4 + h * 2 + 1]", "m", "n + 1") + "\n";
+    st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
+    return r;
+}
+
+} // namespace conflux::cuda::gemm
