@@ -40,7 +40,11 @@ bool find_dot_of_a_shared_matrix(module& m, instruction_ref ins) {
         batch *= as.lens()[i];
     if (batch == 1) return false;
     const dims flat_lens{batch * rows, k};
-    if (!op::reshape_as_view(as, flat_lens)) return false; // would copy a
+    // Rows that do not merge as a view (nn.MultiheadAttention's [s, b, e] view of a batch-first
+    // input) cost a copy of a; worth it when the product's tiles would otherwise hold fewer
+    // than 64 rows each (one wgmma's M) and the merged product is at least two such tiles.
+    const bool copy_pays = rows < 64 && batch * rows >= 128;
+    if (!copy_pays && !op::reshape_as_view(as, flat_lens)) return false;
     auto flat_a = m.insert_instruction(ins, op::reshape{flat_lens}, {a});
     auto matrix = m.insert_instruction(ins, op::reshape{dims{k, n}}, {w});
     auto product = m.insert_instruction(ins, op::dot{}, {flat_a, matrix});

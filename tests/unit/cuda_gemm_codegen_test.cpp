@@ -385,7 +385,7 @@ TEST(CudaGemmConfig, CandidatesAreRankedSensibly) {
     const auto big = dot_problem(dtype::f16, 4096, 4096, 4096);
     const auto cs = candidate_configs(big);
     EXPECT_GE(cs.size(), 20u);
-    EXPECT_LE(cs.size(), 60u);
+    EXPECT_LE(cs.size(), 70u); // mma.sync and wgmma configs: exhaustive tuning stays short
     EXPECT_GE(cs.front().tile_m * cs.front().tile_n, 128u * 128u) << to_string(cs.front());
     EXPECT_EQ(cs.front().split_k, 1u);
     // A skinny problem with long K: one output tile row cannot fill 132 SMs without split-K or

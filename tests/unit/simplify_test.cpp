@@ -380,4 +380,18 @@ TEST(simplify, a_batched_product_of_one_matrix_becomes_one_product) {
         m.add_return({a, b});
     };
     EXPECT_EQ(transform_and_print(kept, [](module& m) { simplify{}.apply(m); }), text_of(kept));
+    // Rows apart but few per product (ViT's sequence-first projection at batch 4): a's copy is
+    // cheaper than 40 products of 4-row tiles.
+    auto copied = [](module& m) {
+        auto x = m.add_parameter("x", f32({4, 40, 16}));
+        auto xt = m.add_instruction(op::transpose{{1, 0, 2}}, {x}); // [40, 4, 16]
+        auto w = m.add_literal(random_literal({16, 8}, 4));
+        m.add_return({m.add_instruction(op::dot{}, {xt, w})});
+    };
+    auto p3 = test::transform_and_compare(
+        copied, [](module& m) { simplify{}.apply(m); }, 0);
+    for (const auto& ins : p3.main())
+        if (ins.name() == "dot") {
+            EXPECT_EQ(ins.get_shape().lens(), (dims{160, 8})) << p3.to_string();
+        }
 }
