@@ -15,6 +15,7 @@
 #include "cuda/runtime/loaded_kernels.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -587,11 +588,14 @@ void run_case(const test_case& tc, const device_info& dev, const gemm_device_lim
 
 // ---- timing ------------------------------------------------------------------------------
 
+// M x N x K products of row-major matrices (B n-major, as MatMul by a [K, N] weight).
 void time_large(const device_info& dev, const gemm_device_limits& limits, std::mt19937& rng,
-                std::size_t n, dtype t, std::size_t how_many) {
+                std::size_t m, std::size_t n, std::size_t kd, dtype t, std::size_t how_many) {
     const std::string type(to_string(t));
-    const auto tc = dot_case("dot " + type + " " + std::to_string(n) + "^3", shape{t, {n, n}},
-                             shape{t, {n, n}});
+    const std::string size =
+        m == n && n == kd ? std::to_string(n) + "^3"
+                          : std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(kd);
+    const auto tc = dot_case("dot " + type + " " + size, shape{t, {m, kd}}, shape{t, {kd, n}});
     const auto p = *make_gemm_problem(tc.op, {tc.a, tc.b}, tc.out);
     auto configs = candidate_configs(p, limits);
     if (configs.size() > how_many) configs.resize(how_many);
@@ -608,8 +612,8 @@ void time_large(const device_info& dev, const gemm_device_limits& limits, std::m
     cudaEvent_t start, stop;
     cuda_check(cudaEventCreate(&start), "event");
     cuda_check(cudaEventCreate(&stop), "event");
-    const double flops = 2.0 * n * n * n;
-    std::printf("%s %zu^3 (rank: heuristic order)\n", type.c_str(), n);
+    const double flops = 2.0 * double(m) * double(n) * double(kd);
+    std::printf("%s %s (rank: heuristic order)\n", type.c_str(), size.c_str());
     for (std::size_t rank = 0; rank < vs.size(); ++rank) {
         const auto& v = vs[rank];
         if (!v.error.empty()) {
@@ -650,12 +654,12 @@ void time_large(const device_info& dev, const gemm_device_limits& limits, std::m
             cuda_check(cudaMemcpy(host.data(), out.data(), host.size(), cudaMemcpyDeviceToHost),
                        "download");
             double err = 0, norm = 0;
-            std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+            std::uniform_int_distribution<std::size_t> pick_row(0, m - 1), pick(0, n - 1);
             for (int s = 0; s < 256; ++s) {
-                const std::size_t i = pick(rng), j = pick(rng);
+                const std::size_t i = pick_row(rng), j = pick(rng);
                 double acc = 0;
-                for (std::size_t k = 0; k < n; ++k)
-                    acc += a.values[i * n + k] * b.values[k * n + j];
+                for (std::size_t k = 0; k < kd; ++k)
+                    acc += a.values[i * kd + k] * b.values[k * n + j];
                 const double g = get(t, host.data(), i * n + j);
                 err += (g - acc) * (g - acc);
                 norm += acc * acc;
@@ -685,7 +689,8 @@ void time_large(const device_info& dev, const gemm_device_limits& limits, std::m
 int main(int argc, char** argv) {
     using namespace conflux::cuda;
     std::setvbuf(stdout, nullptr, _IOLBF, 0); // progress survives a timeout
-    // "check": correctness only; "time": the 4096^3 timing only; "selfcheck": the test's CPU
+    // "check": correctness only; "time": the 4096^3 and 8192^3 timings only; "shapes": every
+    // candidate's time on the transformer zoo's GEMM shapes; "selfcheck": the test's CPU
     // references against the reference target (no GPU needed); otherwise check and time.
     // A second argument keeps only the cases whose name contains it.
     const std::string only = argc > 1 ? argv[1] : "";
@@ -705,16 +710,27 @@ int main(int argc, char** argv) {
     std::mt19937 rng(7);
     totals sum;
     const std::string filter = argc > 2 ? argv[2] : "";
-    if (only != "time")
+    if (only != "time" && only != "shapes")
         for (const auto& tc : cases())
             if (tc.name.find(filter) != std::string::npos) run_case(tc, dev, limits, sum, rng);
     std::printf("gemm configs: %zu, compiled %zu, passed %zu, failed %zu\n", sum.configs,
                 sum.compiled, sum.passed, sum.failed);
-    if (only != "check") {
-        time_large(dev, limits, rng, 4096, conflux::dtype::f16, 40);
-        time_large(dev, limits, rng, 4096, conflux::dtype::bf16, 12);
-        time_large(dev, limits, rng, 8192, conflux::dtype::f16, 12);
-        time_large(dev, limits, rng, 8192, conflux::dtype::bf16, 12);
+    using conflux::dtype;
+    if (only == "shapes") {
+        // The transformer zoo's GEMMs at batch 32 (BERT-base: 4096 rows; ViT-B/16: 6304),
+        // every candidate: data for the ranking model.
+        for (const auto& [m, n, k] : std::vector<std::array<std::size_t, 3>>{{4096, 3072, 768},
+                                                                             {4096, 768, 3072},
+                                                                             {4096, 768, 768},
+                                                                             {6304, 2304, 768},
+                                                                             {6304, 768, 768},
+                                                                             {100352, 384, 96}})
+            time_large(dev, limits, rng, m, n, k, dtype::f16, 100);
+    } else if (only != "check") {
+        time_large(dev, limits, rng, 4096, 4096, 4096, dtype::f16, 40);
+        time_large(dev, limits, rng, 4096, 4096, 4096, dtype::bf16, 12);
+        time_large(dev, limits, rng, 8192, 8192, 8192, dtype::f16, 12);
+        time_large(dev, limits, rng, 8192, 8192, 8192, dtype::bf16, 12);
     }
     return sum.failed == 0 ? 0 : 1;
 }
