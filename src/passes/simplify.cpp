@@ -67,6 +67,7 @@ void simplify::apply(module& m) const {
                        find_identity_view(m, ins) || find_nested_transpose(m, ins) ||
                        find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
                        find_transpose_through_elementwise(m, ins) ||
+                       find_reshape_through_elementwise(m, ins) ||
                        find_gather_constant_index(m, ins) || find_global_pool(m, ins) ||
                        find_dot_of_a_shared_matrix(m, ins);
         }

@@ -274,6 +274,44 @@ TEST(simplify, moves_transposes_through_elementwise_ops_until_they_cancel) {
     EXPECT_NE(text.find("broadcast{\"out_lens\":[2,3,4]}"), std::string::npos) << text;
 }
 
+TEST(simplify, moves_reshapes_after_elementwise_ops_with_scalar_constants) {
+    // Hugging Face's head split: q = reshape(dot + bias) * scale; the scale joins the bias.
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 8, 16}));
+        auto w = m.add_literal(random_literal({16, 16}, 1));
+        auto bias =
+            m.add_instruction(op::broadcast{{2, 8, 16}}, {m.add_literal(random_literal({16}, 2))});
+        auto q = m.add_instruction(ew(add), {m.add_instruction(op::dot{}, {x, w}), bias});
+        auto heads = m.add_instruction(op::reshape{{2, 8, 4, 4}}, {q});
+        auto scale = m.add_instruction(op::broadcast{{2, 8, 4, 4}},
+                                       {m.add_literal(random_literal({1, 1, 1, 1}, 3))});
+        m.add_return({m.add_instruction(ew(mul), {heads, scale})});
+    };
+    auto p = test::transform_and_compare(build, run_simplify, 0);
+    const auto text = p.to_string();
+    // The product feeds the add, the add the mul, the mul the reshape, which is returned.
+    instruction_ref mul_ins = nullptr;
+    for (auto& ins : p.main())
+        if (ins.name() == "mul") mul_ins = &ins;
+    ASSERT_NE(mul_ins, nullptr) << text;
+    EXPECT_EQ(mul_ins->get_shape().lens(), (dims{2, 8, 16})) << text;
+    ASSERT_EQ(mul_ins->outputs().size(), 1u) << text;
+    EXPECT_EQ(mul_ins->outputs().front()->name(), "reshape") << text;
+    // Kept: a reshape of a parameter (nothing to join), a non-scalar constant.
+    auto kept = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 8, 16}));
+        auto r = m.add_instruction(op::reshape{{2, 8, 4, 4}}, {x});
+        auto s =
+            m.add_instruction(op::broadcast{{2, 8, 4, 4}}, {m.add_literal(random_literal({1}, 4))});
+        auto y = m.add_parameter("y", f32({2, 8, 16}));
+        auto e = m.add_instruction(ew(relu), {y});
+        auto re = m.add_instruction(op::reshape{{2, 8, 4, 4}}, {e});
+        auto c = m.add_literal(random_literal({2, 8, 4, 4}, 5));
+        m.add_return({m.add_instruction(ew(mul), {r, s}), m.add_instruction(ew(add), {re, c})});
+    };
+    EXPECT_EQ(transform_and_print(kept, run_simplify), text_of(kept));
+}
+
 TEST(simplify, keeps_transposes_of_different_permutations_or_beside_other_values) {
     auto build = [](module& m) {
         auto x = m.add_parameter("x", f32({3, 3, 3}));
