@@ -4,6 +4,9 @@
 #include "conflux/util/errors.hpp"
 #include "value_substitution.hpp"
 
+#include <algorithm>
+#include <set>
+
 namespace conflux {
 
 void reduced_precision::apply(module& m) const {
@@ -12,6 +15,32 @@ void reduced_precision::apply(module& m) const {
     const auto convert_to = [](dtype t) { return op::make_convert(t); };
     // What each value's users read instead: its 16-bit version.
     value_substitution use;
+    // Values kept in f32 for the f32 work after them: a power (x^2 of activations in the
+    // hundreds is past f16's range), and what is computed from such values alone (RMSNorm's
+    // mean of squares, + eps, square root, reciprocal). Their users in 16 bits read the 16-bit
+    // rounding; f32 work reads the value itself.
+    std::set<instruction_ref> wide;
+    // Whether `original` has an f32 value to read: kept wide, an f32 parameter or literal, or a
+    // broadcast of one (eps, an exponent).
+    // The broadcast's input as it was before this pass: it is rebuilt on the 16-bit version.
+    const auto broadcast_source = [](instruction_ref b) {
+        instruction_ref in = b->inputs()[0];
+        if (const auto* c = in->get_operator().get_if<op::elementwise>();
+            c != nullptr && c->kind == op::elementwise_kind::convert && !in->inputs().empty())
+            in = in->inputs()[0];
+        return in;
+    };
+    const auto has_f32_value = [&](instruction_ref original) {
+        if (original->name() == "broadcast") original = broadcast_source(original);
+        return wide.contains(original) || ((original->is_param() || original->is_literal()) &&
+                                           original->get_shape().type() == dtype::f32);
+    };
+    // That value, before `at` (a broadcast is made again on the f32 value: the one the module
+    // has now broadcasts the 16-bit rounding).
+    const auto f32_value = [&](instruction_ref original, instruction_ref at) {
+        if (original->name() != "broadcast") return original;
+        return m.insert_instruction(at, original->get_operator(), {broadcast_source(original)});
+    };
     for (instruction_ref ins : instructions_in_order(m)) {
         const shape& s = ins->get_shape();
         if (ins->is_param() || ins->is_literal()) {
@@ -26,6 +55,30 @@ void reduced_precision::apply(module& m) const {
         if (const auto* e = op.get_if<op::elementwise>();
             e != nullptr && e->kind == op::elementwise_kind::convert && e->target == dtype::f32) {
             m.replace_instruction(ins, convert_to(target), inputs, modules, true);
+            continue;
+        }
+        const auto* elementwise = op.get_if<op::elementwise>();
+        const bool power = elementwise != nullptr && elementwise->kind == op::elementwise_kind::pow;
+        const bool from_wide =
+            std::any_of(ins->inputs().begin(), ins->inputs().end(),
+                        [&](instruction_ref in) { return wide.contains(in); }) &&
+            (op.traits().accumulates_in_f32 ||
+             (elementwise != nullptr &&
+              std::all_of(ins->inputs().begin(), ins->inputs().end(), has_f32_value)));
+        if (power || from_wide) {
+            for (std::size_t i = 0; i < inputs.size(); ++i) {
+                const instruction_ref original = ins->inputs()[i];
+                if (has_f32_value(original))
+                    inputs[i] = f32_value(original, ins);
+                else if (!inputs[i]->get_shape().is_tuple() &&
+                         inputs[i]->get_shape().type() == target)
+                    inputs[i] = m.insert_instruction(ins, convert_to(dtype::f32), {inputs[i]});
+            }
+            m.replace_instruction(ins, op, inputs, modules, true);
+            if (!ins->get_shape().is_tuple() && ins->get_shape().type() == dtype::f32) {
+                wide.insert(ins);
+                use.replace(ins, m.insert_instruction(next_of(m, ins), convert_to(target), {ins}));
+            }
             continue;
         }
         if (!op.traits().accumulates_in_f32) {

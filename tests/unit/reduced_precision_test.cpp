@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 namespace conflux {
 namespace {
@@ -185,6 +186,49 @@ TEST_P(ReducedPrecision, SoftmaxAndSumsReadTheSixteenBitValue) {
         const ref::parameter_map params{{"x", random_argument(xs, rng)}};
         expect_same_bits(reduced, by_hand, params);
     }
+}
+
+// RMSNorm as LLaMA and T5 write it: x * rsqrt(mean(x^2) + eps) * weight. Activations of a few
+// hundred square past f16's largest value (65504), so x^2 and what follows it up to the
+// reciprocal square root stay in f32 (PyTorch's models cast to f32 there; an f32 export drops
+// the cast); the result, back near 1, is 16-bit again.
+TEST_P(ReducedPrecision, RmsNormOfLargeActivationsDoesNotOverflow) {
+    const dtype t = GetParam();
+    const shape xs{dtype::f32, {4, 64}};
+    auto ew = [](op::elementwise_kind k) { return op::make_elementwise(k); };
+    auto build = [&](program& p) {
+        module& m = p.main();
+        auto x = m.add_parameter("x", xs);
+        auto two = m.add_instruction(op::broadcast{{4, 64}},
+                                     {m.add_literal(from_vector<float>(dtype::f32, {1}, {2.0f}))});
+        auto square = m.add_instruction(ew(op::elementwise_kind::pow), {x, two});
+        auto mean = m.add_instruction(op::reduce{op::reduce_kind::mean, {1}, true}, {square});
+        auto eps = m.add_instruction(op::broadcast{{4, 1}},
+                                     {m.add_literal(from_vector<float>(dtype::f32, {1}, {1e-6f}))});
+        auto root =
+            m.add_instruction(ew(op::elementwise_kind::sqrt),
+                              {m.add_instruction(ew(op::elementwise_kind::add), {mean, eps})});
+        auto inv = m.add_instruction(ew(op::elementwise_kind::reciprocal), {root});
+        auto scaled = m.add_instruction(ew(op::elementwise_kind::mul),
+                                        {x, m.add_instruction(op::broadcast{{4, 64}}, {inv})});
+        m.add_return({scaled});
+    };
+    program f32_model, reduced;
+    build(f32_model);
+    build(reduced);
+    run_passes(reduced.main(), target_independent_passes(t));
+    // Rows of rms 300 to 3000.
+    std::vector<float> values(4 * 64);
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        values[i] = u(rng) * 520.0f * float(1 + i / 64 * 3);
+    const ref::parameter_map params{{"x", from_vector<float>(dtype::f32, {4, 64}, values)}};
+    const auto want = ref::evaluate(f32_model, params).at(0);
+    const auto got = ref::evaluate(reduced, params).at(0);
+    for (double v : to_vector<double>(got))
+        ASSERT_TRUE(std::isfinite(v)) << reduced.to_string();
+    EXPECT_LT(relative_rms(got, want), t == dtype::f16 ? 1e-2 : 2e-2) << reduced.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(To, ReducedPrecision, ::testing::Values(dtype::f16, dtype::bf16));
