@@ -59,6 +59,10 @@ std::string choose_arch(const compile_options& options) {
     if (!options.arch.empty()) {
         CONFLUX_USER_CHECK(nvrtc_supports_arch(options.arch), "--arch '", options.arch, "': NVRTC ",
                            nvrtc_version(), " cannot compile for it (expected e.g. sm_90)");
+        // sm_90a names the same GPUs as sm_90: the kernels that use its own instructions (wgmma)
+        // are compiled for it either way, and the device reports sm_90.
+        if (options.arch.size() > 3 && options.arch.back() == 'a')
+            return options.arch.substr(0, options.arch.size() - 1);
         return options.arch;
     }
     if (available_devices() > 0) return query_device(0).arch;
