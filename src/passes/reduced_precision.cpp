@@ -20,8 +20,6 @@ void reduced_precision::apply(module& m) const {
     // mean of squares, + eps, square root, reciprocal). Their users in 16 bits read the 16-bit
     // rounding; f32 work reads the value itself.
     std::set<instruction_ref> wide;
-    // Whether `original` has an f32 value to read: kept wide, an f32 parameter or literal, or a
-    // broadcast of one (eps, an exponent).
     // The broadcast's input as it was before this pass: it is rebuilt on the 16-bit version.
     const auto broadcast_source = [](instruction_ref b) {
         instruction_ref in = b->inputs()[0];
@@ -30,6 +28,8 @@ void reduced_precision::apply(module& m) const {
             in = in->inputs()[0];
         return in;
     };
+    // Whether `original` has an f32 value to read: kept wide, an f32 parameter or literal, or a
+    // broadcast of one (eps, an exponent).
     const auto has_f32_value = [&](instruction_ref original) {
         if (original->name() == "broadcast") original = broadcast_source(original);
         return wide.contains(original) || ((original->is_param() || original->is_literal()) &&
@@ -52,12 +52,12 @@ void reduced_precision::apply(module& m) const {
         std::vector<instruction_ref> inputs = use.mapped(ins->inputs());
         const std::vector<module*> modules(ins->module_inputs().begin(),
                                            ins->module_inputs().end());
-        if (const auto* e = op.get_if<op::elementwise>();
-            e != nullptr && e->kind == op::elementwise_kind::convert && e->target == dtype::f32) {
+        const auto* elementwise = op.get_if<op::elementwise>();
+        if (elementwise != nullptr && elementwise->kind == op::elementwise_kind::convert &&
+            elementwise->target == dtype::f32) {
             m.replace_instruction(ins, convert_to(target), inputs, modules, true);
             continue;
         }
-        const auto* elementwise = op.get_if<op::elementwise>();
         const bool power = elementwise != nullptr && elementwise->kind == op::elementwise_kind::pow;
         const bool from_wide =
             std::any_of(ins->inputs().begin(), ins->inputs().end(),
@@ -65,27 +65,12 @@ void reduced_precision::apply(module& m) const {
             (op.traits().accumulates_in_f32 ||
              (elementwise != nullptr &&
               std::all_of(ins->inputs().begin(), ins->inputs().end(), has_f32_value)));
-        if (power || from_wide) {
-            for (std::size_t i = 0; i < inputs.size(); ++i) {
-                const instruction_ref original = ins->inputs()[i];
-                if (has_f32_value(original))
-                    inputs[i] = f32_value(original, ins);
-                else if (!inputs[i]->get_shape().is_tuple() &&
-                         inputs[i]->get_shape().type() == target)
-                    inputs[i] = m.insert_instruction(ins, convert_to(dtype::f32), {inputs[i]});
-            }
-            m.replace_instruction(ins, op, inputs, modules, true);
-            if (!ins->get_shape().is_tuple() && ins->get_shape().type() == dtype::f32) {
-                wide.insert(ins);
-                use.replace(ins, m.insert_instruction(next_of(m, ins), convert_to(target), {ins}));
-            }
-            continue;
-        }
-        if (!op.traits().accumulates_in_f32) {
+        const bool keep_wide = power || from_wide;
+        if (!keep_wide && !op.traits().accumulates_in_f32) {
             m.replace_instruction(ins, op, inputs, modules, true);
             continue;
         }
-        if (op.traits().reads_16bit_input && !inputs.empty() &&
+        if (!keep_wide && op.traits().reads_16bit_input && !inputs.empty() &&
             inputs[0]->get_shape().type() == target) {
             // Input 0 as it is; the others in f32: an f32 parameter or literal itself (its
             // values, not their 16-bit rounding), anything else converted back.
@@ -100,12 +85,20 @@ void reduced_precision::apply(module& m) const {
             m.replace_instruction(ins, op, inputs, modules, true);
             continue;
         }
-        for (instruction_ref& in : inputs)
-            if (!in->get_shape().is_tuple() && in->get_shape().type() == target)
-                in = m.insert_instruction(ins, convert_to(dtype::f32), {in});
+        // In f32: 16-bit inputs converted back, or, for a value kept wide, the f32 values
+        // themselves.
+        for (std::size_t i = 0; i < inputs.size(); ++i) {
+            const instruction_ref original = ins->inputs()[i];
+            if (keep_wide && has_f32_value(original))
+                inputs[i] = f32_value(original, ins);
+            else if (!inputs[i]->get_shape().is_tuple() && inputs[i]->get_shape().type() == target)
+                inputs[i] = m.insert_instruction(ins, convert_to(dtype::f32), {inputs[i]});
+        }
         m.replace_instruction(ins, op, inputs, modules, true);
-        if (!ins->get_shape().is_tuple() && ins->get_shape().type() == dtype::f32)
+        if (!ins->get_shape().is_tuple() && ins->get_shape().type() == dtype::f32) {
+            if (keep_wide) wide.insert(ins);
             use.replace(ins, m.insert_instruction(next_of(m, ins), convert_to(target), {ins}));
+        }
     }
     const instruction_ref ret = m.get_return();
     if (ret == nullptr) return;

@@ -1,6 +1,7 @@
 // Simplify: the driver and the helpers the rewrite families share. The rewrites themselves live
 // in simplify_fold.cpp (constants, batch norm), simplify_views.cpp (identity views, nested
 // transposes/reshapes), simplify_transpose_elementwise.cpp (moving transposes so they cancel),
+// simplify_reshape_elementwise.cpp (reshapes after the scalar-constant ops that follow them),
 // simplify_gather.cpp, simplify_pool.cpp (global pooling as a reduction) and simplify_dot.cpp
 // (batched products of one shared matrix as one product).
 #include "conflux/passes/simplify.hpp"
@@ -22,6 +23,10 @@ void replace(module& m, instruction_ref old_ins, instruction_ref new_ins) {
 
 bool is_elementwise(instruction_ref ins) {
     return ins->get_operator().get_if<op::elementwise>() != nullptr;
+}
+
+const argument* broadcast_literal(instruction_ref ins) {
+    return ins->name() == "broadcast" ? literal_value(ins->inputs()[0]) : nullptr;
 }
 
 bool is_reshape_like(instruction_ref ins) {

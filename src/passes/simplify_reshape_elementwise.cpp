@@ -12,8 +12,7 @@ namespace {
 
 // The one-element literal `ins` is or broadcasts, else nullptr.
 const argument* scalar_constant(instruction_ref ins) {
-    const argument* v =
-        ins->name() == "broadcast" ? literal_value(ins->inputs()[0]) : literal_value(ins);
+    const argument* v = ins->name() == "broadcast" ? broadcast_literal(ins) : literal_value(ins);
     return v != nullptr && v->get_shape().elements() == 1 ? v : nullptr;
 }
 

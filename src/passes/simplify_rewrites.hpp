@@ -18,6 +18,9 @@ void replace(module& m, instruction_ref old_ins, instruction_ref new_ins);
 // Elementwise op / view op families (op_traits::reshape_like: reshape, flatten, squeeze,
 // unsqueeze).
 bool is_elementwise(instruction_ref ins);
+
+// The literal a broadcast instruction expands, else nullptr.
+const argument* broadcast_literal(instruction_ref ins);
 bool is_reshape_like(instruction_ref ins);
 
 // `perm` applied to an argument (output axis i = input axis perm[i]) as a standard copy.

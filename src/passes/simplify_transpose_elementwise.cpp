@@ -6,14 +6,6 @@
 
 namespace conflux::simplify_detail {
 
-namespace {
-
-const argument* broadcast_literal(instruction_ref ins) {
-    return ins->name() == "broadcast" ? literal_value(ins->inputs()[0]) : nullptr;
-}
-
-} // namespace
-
 // From: @3 = add(transpose{P}(a), broadcast{L}(@c))
 //       @4 = relu(@3)
 // To:   @3 = transpose{P}(add(a, broadcast{L'}(@c')))    c' = c (rank-padded) transposed by P^-1

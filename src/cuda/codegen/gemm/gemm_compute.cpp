@@ -163,21 +163,8 @@ compute_text mma_compute(const codegen_context& c, const std::string& store_call
     t += in2 + "}\n";
 
     // c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8.
-    std::string& st = r.store;
-    const std::string M = text::integer_literal(c.problem.m),
-                      N = text::integer_literal(c.problem.n);
-    st += in + "#pragma unroll\n" + in + "for (int mi = 0; mi < " + FM + "; ++mi) {\n";
-    st += in + "    #pragma unroll\n" + in + "    for (int ni = 0; ni < " + FN + "; ++ni) {\n";
-    st += in + "        #pragma unroll\n" + in + "        for (int h = 0; h < 2; ++h) {\n";
-    st += in + "            const " + c.offset_type +
-          " m = cx_m0 + cx_wm0 + mi * 16 + cx_g + h * 8;\n";
-    st += in + "            const " + c.offset_type + " n = cx_n0 + cx_wn0 + ni * 8 + cx_t * 2;\n";
-    st += in + "            if (m < " + M + ") {\n";
-    st += in + "                if (n < " + N + ") " +
-          fill_store_format(store_call, "cx_acc[mi][ni][h * 2]", "m", "n") + "\n";
-    st += in + "                if (n + 1 < " + N + ") " +
-          fill_store_format(store_call, "cx_acc[mi][ni][h * 2 + 1]", "m", "n + 1") + "\n";
-    st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
+    r.store = fragment_store(c, store_call, k.frag_m, k.frag_n, "cx_m0 + cx_wm0 + mi * 16",
+                             "cx_wn0", "cx_acc[mi][ni][h * 2$E]");
     return r;
 }
 
@@ -248,6 +235,31 @@ std::string fill_store_format(const std::string& format, const std::string& v, c
         s = replace_all(std::move(s), placeholder, value);
     }
     return s;
+}
+
+std::string fragment_store(const codegen_context& c, const std::string& store_call, unsigned frag_m,
+                           unsigned frag_n, const std::string& row0, const std::string& col0,
+                           const std::string& value) {
+    const std::string in = "    ";
+    const std::string M = text::integer_literal(c.problem.m),
+                      N = text::integer_literal(c.problem.n);
+    const std::string v0 = replace_all(value, "$E", ""), v1 = replace_all(value, "$E", " + 1");
+    std::string st;
+    st += in + "#pragma unroll\n" + in + "for (int mi = 0; mi < " + std::to_string(frag_m) +
+          "; ++mi) {\n";
+    st += in + "    #pragma unroll\n" + in + "    for (int ni = 0; ni < " + std::to_string(frag_n) +
+          "; ++ni) {\n";
+    st += in + "        #pragma unroll\n" + in + "        for (int h = 0; h < 2; ++h) {\n";
+    st += in + "            const " + c.offset_type + " m = " + row0 + " + cx_g + h * 8;\n";
+    st += in + "            const " + c.offset_type + " n = cx_n0 + " + col0 +
+          " + ni * 8 + cx_t * 2;\n";
+    st += in + "            if (m < " + M + ") {\n";
+    st += in + "                if (n < " + N + ") " + fill_store_format(store_call, v0, "m", "n") +
+          "\n";
+    st += in + "                if (n + 1 < " + N + ") " +
+          fill_store_format(store_call, v1, "m", "n + 1") + "\n";
+    st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
+    return st;
 }
 
 compute_text warp_compute(const codegen_context& c, const std::string& store_call) {

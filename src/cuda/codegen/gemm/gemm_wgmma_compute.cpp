@@ -122,22 +122,9 @@ compute_text wgmma_compute(const codegen_context& c, const std::string& store_ca
                 "; ++j) asm volatile(\"\" : \"+f\"(cx_acc[i][j])::\"memory\");\n";
 
     // d[4j + 2h + e] = row 16 q + g + 8 h, column 8 j + 2 t + e of the m64 block.
-    std::string& st = r.store;
-    const std::string M = text::integer_literal(c.problem.m),
-                      N = text::integer_literal(c.problem.n);
-    st += in + "#pragma unroll\n" + in + "for (int mi = 0; mi < " + FM + "; ++mi) {\n";
-    st += in + "    #pragma unroll\n" + in + "    for (int ni = 0; ni < " +
-          std::to_string(k.frag_n) + "; ++ni) {\n";
-    st += in + "        #pragma unroll\n" + in + "        for (int h = 0; h < 2; ++h) {\n";
-    st += in + "            const " + c.offset_type +
-          " m = cx_m0 + cx_gm0 + mi * 64 + cx_quarter * 16 + cx_g + h * 8;\n";
-    st += in + "            const " + c.offset_type + " n = cx_n0 + cx_gn0 + ni * 8 + cx_t * 2;\n";
-    st += in + "            if (m < " + M + ") {\n";
-    st += in + "                if (n < " + N + ") " +
-          fill_store_format(store_call, "cx_acc[mi][ni * 4 + h * 2]", "m", "n") + "\n";
-    st += in + "                if (n + 1 < " + N + ") " +
-          fill_store_format(store_call, "cx_acc[mi][ni * 4 + h * 2 + 1]", "m", "n + 1") + "\n";
-    st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
+    r.store = fragment_store(c, store_call, k.frag_m, k.frag_n,
+                             "cx_m0 + cx_gm0 + mi * 64 + cx_quarter * 16", "cx_gn0",
+                             "cx_acc[mi][ni * 4 + h * 2$E]");
     return r;
 }
 
