@@ -155,5 +155,37 @@ TEST(CudaFusedEpilogue, FusedKernelsCompileWithNvrtcForBothWalks) {
     }
 }
 
+TEST(CudaFusedEpilogue, AReshapeThatKeepsEightColumnsTogetherStoresVectors) {
+    // The NHWC conv's [2, 8, 8, 32] output reshaped: 8 consecutive output channels (from a
+    // multiple of 8) stay consecutive when the new innermost length is a multiple of 8.
+    auto reshaped = [](dims lens) {
+        return [lens](module& m, instruction_ref v) {
+            return m.add_instruction(op::reshape{lens}, {v});
+        };
+    };
+    auto vector_store = [](const fixture& f) {
+        const gemm_epilogue g = fused_epilogue(f.problem, f.e);
+        return g.code.find("*reinterpret_cast<uint4*>(&out0[") != std::string::npos;
+    };
+    EXPECT_TRUE(vector_store(fixture(no_tail)));
+    EXPECT_TRUE(vector_store(fixture(reshaped({128, 32}))));
+    EXPECT_TRUE(vector_store(fixture(reshaped({2, 8, 8, 4, 8}))));
+    EXPECT_TRUE(vector_store(fixture(reshaped({2, 8, 256}))));
+    EXPECT_TRUE(vector_store(fixture(reshaped({2, 8, 16, 16}))));
+    // Innermost 4: 8 consecutive channels fall in two rows of the output.
+    EXPECT_FALSE(vector_store(fixture(reshaped({2, 8, 8, 8, 4}))));
+    // A transpose that moves the channels off the innermost axis, then a reshape.
+    EXPECT_FALSE(vector_store(fixture([](module& m, instruction_ref v) {
+        auto t = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {v});
+        return m.add_instruction(op::reshape{{2, 32, 64}}, {t});
+    })));
+    // The same fused kernel compiles with the reshape's vector store and the paired staging.
+    fixture f(reshaped({2, 8, 256}));
+    const kernel_source k = generate_gemm_kernel(f.problem, config("64x32x32_w2x1_s3_k1"),
+                                                 fused_epilogue(f.problem, f.e), "cx_fused_test");
+    EXPECT_NE(k.code.find("cx_store_pair(&cx_stage["), std::string::npos) << k.code;
+    EXPECT_NO_THROW(nvrtc_compile(k, "sm_90")) << k.code;
+}
+
 } // namespace
 } // namespace conflux::cuda

@@ -13,21 +13,11 @@ struct cx_bf16 {
     unsigned short bits;
 };
 
-template <class S> struct cx_compute {
-    typedef long long type;
-};
-template <> struct cx_compute<float> {
-    typedef float type;
-};
-template <> struct cx_compute<cx_f16> {
-    typedef float type;
-};
-template <> struct cx_compute<cx_bf16> {
-    typedef float type;
-};
-template <> struct cx_compute<double> {
-    typedef double type;
-};
+template <class S> struct cx_compute { typedef long long type; };
+template <> struct cx_compute<float> { typedef float type; };
+template <> struct cx_compute<cx_f16> { typedef float type; };
+template <> struct cx_compute<cx_bf16> { typedef float type; };
+template <> struct cx_compute<double> { typedef double type; };
 
 __device__ __forceinline__ float cx_f16_to_float(unsigned short h) {
     float f;
@@ -101,4 +91,28 @@ template <class C> __device__ __forceinline__ void cx_store(bool* p, C v) {
 }
 template <> __device__ __forceinline__ void cx_store<bool, bool>(bool* p, bool v) {
     *p = v;
+}
+
+// Two adjacent elements p[0], p[1] in one store, p aligned to the pair: the GEMM epilogue's
+// staging writes accumulator pairs this way (half the shared-memory stores, and one f16x2
+// conversion instead of two).
+template <class S, class C> __device__ __forceinline__ void cx_store_pair(S* p, C v0, C v1) {
+    cx_store(p, v0);
+    cx_store(p + 1, v1);
+}
+template <>
+__device__ __forceinline__ void cx_store_pair<float, float>(float* p, float v0, float v1) {
+    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+}
+template <>
+__device__ __forceinline__ void cx_store_pair<cx_f16, float>(cx_f16* p, float v0, float v1) {
+    unsigned packed;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(v1), "f"(v0)); // v1 in the high half
+    *reinterpret_cast<unsigned*>(p) = packed;
+}
+template <>
+__device__ __forceinline__ void cx_store_pair<cx_bf16, float>(cx_bf16* p, float v0, float v1) {
+    unsigned packed;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(v1), "f"(v0));
+    *reinterpret_cast<unsigned*>(p) = packed;
 }

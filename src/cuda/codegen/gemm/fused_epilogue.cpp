@@ -238,21 +238,32 @@ bool can_fuse(const perf_config& c, const gemm_problem& p, const epilogue_module
 namespace {
 
 // Whether return r's `lanes` consecutive n (from a multiple of lanes) are consecutive in its
-// output, so one vector store writes them: only transposes move the anchor (a reshape could
-// split n across axes), n's axis has stride 1 and every other axis a multiple of lanes.
+// output, so one vector store writes them. The lanes stay on one axis, at a multiple of lanes
+// whose length is a multiple of lanes: a transpose moves that axis; a reshape keeps them
+// together when it is the innermost axis and the new innermost length is a multiple of lanes
+// (their row-major index is a multiple of lanes plus 0 .. lanes - 1). Then that axis must have
+// stride 1 in the output and every other axis a multiple of lanes.
 bool stores_vectors(const gemm_problem& p, const dims& lens,
                     const std::vector<instruction_ref>& path, const shape& out, unsigned lanes) {
     const std::size_t bytes = lanes * size_of(out.type());
     if (bytes != 4 && bytes != 8 && bytes != 16) return false;
     std::size_t axis = axes_of(p, lens.size()).n_axis;
+    std::size_t rank = lens.size();
     for (instruction_ref t : path) {
-        const auto* tr = t->get_operator().get_if<op::transpose>();
-        if (tr == nullptr) return false;
-        for (std::size_t i = 0; i < tr->permutation.size(); ++i)
-            if (static_cast<std::size_t>(tr->permutation[i]) == axis) {
-                axis = i;
-                break;
-            }
+        const dims& next = t->get_shape().lens();
+        if (const auto* tr = t->get_operator().get_if<op::transpose>()) {
+            for (std::size_t i = 0; i < tr->permutation.size(); ++i)
+                if (static_cast<std::size_t>(tr->permutation[i]) == axis) {
+                    axis = i;
+                    break;
+                }
+        } else { // the same row-major index
+            if (!t->get_operator().traits().reshape_like || axis + 1 != rank || next.empty() ||
+                next.back() % lanes != 0)
+                return false;
+            axis = next.size() - 1;
+        }
+        rank = next.size();
     }
     if (out.strides()[axis] != 1) return false;
     for (std::size_t i = 0; i < out.rank(); ++i)

@@ -40,7 +40,9 @@ loader_text operand_loader(const codegen_context& c, bool is_a);
 // `tile` is the body of a lambda of (int cx_slot) that multiplies the tiles of one stage into
 // cx_acc; `store` hands every accumulated element inside the matrix to `store_call`, a store
 // format (fill_store_format) whose row and column are cx_offset-typed and within batch entry
-// cx_z.
+// cx_z. `pair_store_call`, when not empty, stores the two elements of columns n and n + 1 at
+// once (placeholders $V and $W for their values, $M and $N for the row and the even column n);
+// the walks over register pairs use it where N is even, so a pair is inside the matrix whole.
 struct compute_text {
     std::string functions; // device functions placed before the kernel (wgmma's instruction)
     std::string setup;
@@ -48,16 +50,20 @@ struct compute_text {
     std::string finish; // after the K loop, before the store (wgmma: the last wait)
     std::string store;
 };
-compute_text warp_compute(const codegen_context& c, const std::string& store_call);
+compute_text warp_compute(const codegen_context& c, const std::string& store_call,
+                          const std::string& pair_store_call = "");
 // The same for a _wgmma config (gemm_wgmma_compute.cpp); warp_compute dispatches to it.
-compute_text wgmma_compute(const codegen_context& c, const std::string& store_call);
+compute_text wgmma_compute(const codegen_context& c, const std::string& store_call,
+                           const std::string& pair_store_call);
 
 // The walk over accumulators laid out as 16x8 blocks (mma.sync's C, each wgmma m64 block per
 // warp): for mi < frag_m, ni < frag_n, h < 2, thread (cx_g, cx_t) stores the values `value`
 // names ($E: "" for column 2t, " + 1" for 2t + 1) at row `row0` + cx_g + 8h and column
-// cx_n0 + `col0` + 8 ni + 2 cx_t, those inside the matrix, through `store_call`.
-std::string fragment_store(const codegen_context& c, const std::string& store_call, unsigned frag_m,
-                           unsigned frag_n, const std::string& row0, const std::string& col0,
+// cx_n0 + `col0` + 8 ni + 2 cx_t, those inside the matrix, through `store_call` (or both
+// columns through `pair_store_call`, see warp_compute).
+std::string fragment_store(const codegen_context& c, const std::string& store_call,
+                           const std::string& pair_store_call, unsigned frag_m, unsigned frag_n,
+                           const std::string& row0, const std::string& col0,
                            const std::string& value);
 
 // A store format is a statement with the placeholders $V, $M and $N for the value and the row

@@ -28,7 +28,8 @@ std::string swizzle_of_lane(const tile_plan& t) {
     return "((cx_lane & 7u) / " + u(t.swizzle_div) + ") % " + u(t.swizzle_mod);
 }
 
-compute_text mma_compute(const codegen_context& c, const std::string& store_call) {
+compute_text mma_compute(const codegen_context& c, const std::string& store_call,
+                         const std::string& pair_store_call) {
     const kernel_plan& k = c.plan;
     const unsigned eb = k.element_bytes;
     const std::string FM = std::to_string(k.frag_m), FN = std::to_string(k.frag_n);
@@ -163,8 +164,8 @@ compute_text mma_compute(const codegen_context& c, const std::string& store_call
     t += in2 + "}\n";
 
     // c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8.
-    r.store = fragment_store(c, store_call, k.frag_m, k.frag_n, "cx_m0 + cx_wm0 + mi * 16",
-                             "cx_wn0", "cx_acc[mi][ni][h * 2$E]");
+    r.store = fragment_store(c, store_call, pair_store_call, k.frag_m, k.frag_n,
+                             "cx_m0 + cx_wm0 + mi * 16", "cx_wn0", "cx_acc[mi][ni][h * 2$E]");
     return r;
 }
 
@@ -237,8 +238,9 @@ std::string fill_store_format(const std::string& format, const std::string& v, c
     return s;
 }
 
-std::string fragment_store(const codegen_context& c, const std::string& store_call, unsigned frag_m,
-                           unsigned frag_n, const std::string& row0, const std::string& col0,
+std::string fragment_store(const codegen_context& c, const std::string& store_call,
+                           const std::string& pair_store_call, unsigned frag_m, unsigned frag_n,
+                           const std::string& row0, const std::string& col0,
                            const std::string& value) {
     const std::string in = "    ";
     const std::string M = text::integer_literal(c.problem.m),
@@ -254,17 +256,23 @@ std::string fragment_store(const codegen_context& c, const std::string& store_ca
     st += in + "            const " + c.offset_type + " n = cx_n0 + " + col0 +
           " + ni * 8 + cx_t * 2;\n";
     st += in + "            if (m < " + M + ") {\n";
-    st += in + "                if (n < " + N + ") " + fill_store_format(store_call, v0, "m", "n") +
-          "\n";
-    st += in + "                if (n + 1 < " + N + ") " +
-          fill_store_format(store_call, v1, "m", "n + 1") + "\n";
+    if (!pair_store_call.empty() && c.problem.n % 2 == 0) {
+        st += in + "                if (n < " + N + ") " +
+              fill_store_format(replace_all(pair_store_call, "$W", v1), v0, "m", "n") + "\n";
+    } else {
+        st += in + "                if (n < " + N + ") " +
+              fill_store_format(store_call, v0, "m", "n") + "\n";
+        st += in + "                if (n + 1 < " + N + ") " +
+              fill_store_format(store_call, v1, "m", "n + 1") + "\n";
+    }
     st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
     return st;
 }
 
-compute_text warp_compute(const codegen_context& c, const std::string& store_call) {
-    if (c.plan.wgmma) return wgmma_compute(c, store_call);
-    return c.plan.mma ? mma_compute(c, store_call) : simt_compute(c, store_call);
+compute_text warp_compute(const codegen_context& c, const std::string& store_call,
+                          const std::string& pair_store_call) {
+    if (c.plan.wgmma) return wgmma_compute(c, store_call, pair_store_call);
+    return c.plan.mma ? mma_compute(c, store_call, pair_store_call) : simt_compute(c, store_call);
 }
 
 } // namespace conflux::cuda::gemm

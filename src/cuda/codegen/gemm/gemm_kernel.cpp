@@ -231,7 +231,12 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
                                           text::integer_literal(p.n) + " + ($N)] = $V;"
                               : staged ? "cx_store(&cx_stage[" + stage_index + "], $V);"
                                        : epilogue_call(p, epilogue);
-    const auto compute = gemm::warp_compute(ctx, store);
+    // Adjacent columns are adjacent in an n-major stage, and its rows hold an even count.
+    const std::string pair_store =
+        !split && staged && walk == store_walk::n_major && stage_cols % 2 == 0
+            ? "cx_store_pair(&cx_stage[" + stage_index + "], $V, $W);"
+            : "";
+    const auto compute = gemm::warp_compute(ctx, store, pair_store);
     s.insert(functions_at, compute.functions);
     s += compute.setup;
     s += in + "auto cx_multiply = [&](int cx_slot) {\n" + compute.tile + in + "};\n";

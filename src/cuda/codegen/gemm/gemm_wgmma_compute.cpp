@@ -72,7 +72,8 @@ std::string descriptor(const tile_plan& t, const std::string& address) {
 
 } // namespace
 
-compute_text wgmma_compute(const codegen_context& c, const std::string& store_call) {
+compute_text wgmma_compute(const codegen_context& c, const std::string& store_call,
+                           const std::string& pair_store_call) {
     const kernel_plan& k = c.plan;
     CONFLUX_ASSERT(k.wgmma, "wgmma_compute for a config without _wgmma");
     const unsigned eb = k.element_bytes;
@@ -122,7 +123,7 @@ compute_text wgmma_compute(const codegen_context& c, const std::string& store_ca
                 "; ++j) asm volatile(\"\" : \"+f\"(cx_acc[i][j])::\"memory\");\n";
 
     // d[4j + 2h + e] = row 16 q + g + 8 h, column 8 j + 2 t + e of the m64 block.
-    r.store = fragment_store(c, store_call, k.frag_m, k.frag_n,
+    r.store = fragment_store(c, store_call, pair_store_call, k.frag_m, k.frag_n,
                              "cx_m0 + cx_gm0 + mi * 64 + cx_quarter * 16", "cx_gn0",
                              "cx_acc[mi][ni * 4 + h * 2$E]");
     return r;
