@@ -42,6 +42,9 @@ bool find_nested_transpose(module& m, instruction_ref ins);
 bool find_nested_reshape(module& m, instruction_ref ins);
 bool find_transpose_reshape_cancel(module& m, instruction_ref ins);
 
+// simplify_view_chain.cpp
+bool find_view_chain_with_a_copy(module& m, instruction_ref ins);
+
 // simplify_dot.cpp
 bool find_dot_of_a_shared_matrix(module& m, instruction_ref ins);
 

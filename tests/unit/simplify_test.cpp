@@ -249,6 +249,49 @@ TEST(simplify, keeps_transpose_reshape_pairs_that_reorder_elements) {
     EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }
 
+// nn.MultiheadAttention's head split of a sequence-first view of a batch-first [b, s, h * d]
+// tensor: reshape [s, b * h, d] (b and h are not adjacent in memory, so it copies), transpose,
+// reshape [b, h, s, d]. The whole chain is a view: a split of h * d and a transpose.
+TEST(simplify, a_chain_of_views_with_a_copy_becomes_a_view) {
+    auto heads = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 5, 12}));             // [b, s, h * d]
+        auto xt = m.add_instruction(op::transpose{{1, 0, 2}}, {x}); // [s, b, h * d]
+        auto r = m.add_instruction(op::reshape{{5, 6, 4}}, {xt});   // [s, b * h, d]: a copy
+        auto t = m.add_instruction(op::transpose{{1, 0, 2}}, {r});
+        auto q = m.add_instruction(op::reshape{{2, 3, 5, 4}}, {t}); // [b, h, s, d]
+        m.add_return({m.add_instruction(op::make_elementwise(op::elementwise_kind::neg), {q})});
+    };
+    ASSERT_FALSE(op::reshape_as_view(shape{dtype::f32, {5, 2, 12}, {12, 60, 1}}, {5, 6, 4}));
+    auto p = test::transform_and_compare(heads, run_simplify, 0);
+    for (const auto& ins : p.main())
+        if (ins.name() == "reshape") {
+            EXPECT_TRUE(op::reshape_as_view(ins.inputs()[0]->get_shape(), ins.get_shape().lens()))
+                << p.to_string();
+        }
+    // The k of the same attention, transposed to [b, h, d, s], and a chain whose reshapes
+    // would cut an axis unevenly (kept as it was).
+    auto keys = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 5, 12}));
+        auto xt = m.add_instruction(op::transpose{{1, 0, 2}}, {x});
+        auto r = m.add_instruction(op::reshape{{5, 6, 4}}, {xt});
+        auto t = m.add_instruction(op::transpose{{1, 2, 0}}, {r});
+        m.add_return({m.add_instruction(op::reshape{{2, 3, 4, 5}}, {t})});
+    };
+    auto pk = test::transform_and_compare(keys, run_simplify, 0);
+    for (const auto& ins : pk.main())
+        if (ins.name() == "reshape") {
+            EXPECT_TRUE(op::reshape_as_view(ins.inputs()[0]->get_shape(), ins.get_shape().lens()))
+                << pk.to_string();
+        }
+    auto uneven = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 6, 4}));
+        auto xt = m.add_instruction(op::transpose{{1, 0, 2}}, {x}); // [6, 2, 4]
+        auto r = m.add_instruction(op::reshape{{4, 12}}, {xt});     // cuts 6 x 2 into 4 x 3
+        m.add_return({m.add_instruction(op::transpose{{1, 0}}, {r})});
+    };
+    EXPECT_EQ(transform_and_print(uneven, run_simplify), text_of(uneven));
+}
+
 TEST(simplify, moves_transposes_through_elementwise_ops_until_they_cancel) {
     const std::vector<std::int64_t> p{0, 2, 1};
     auto build = [&](module& m) {
@@ -407,10 +450,32 @@ TEST(simplify, a_batched_product_of_one_matrix_becomes_one_product) {
             EXPECT_EQ(ins.get_shape().rank(), 2u) << p2.to_string();
         }
     EXPECT_EQ(dots, 2u);
-    // Kept: rows that do not merge without a copy, a right operand that varies per batch entry.
-    auto kept = [](module& m) {
+    // Rows apart in the operand's order but together in memory order (nn.MultiheadAttention's
+    // sequence-first view): one product over the rows as they lie, its result transposed back.
+    auto permuted = [](module& m) {
         auto x = m.add_parameter("x", f32({6, 5, 16}));
         auto xt = m.add_instruction(op::transpose{{1, 0, 2}}, {x}); // [5, 6, 16], rows apart
+        auto w = m.add_literal(random_literal({16, 8}, 3));
+        m.add_return({m.add_instruction(op::dot{}, {xt, w})});
+    };
+    auto p4 = test::transform_and_compare(
+        permuted, [](module& m) { simplify{}.apply(m); }, 0);
+    std::size_t permuted_dots = 0;
+    for (const auto& ins : p4.main()) {
+        EXPECT_NE(ins.name(), "contiguous") << p4.to_string();
+        if (ins.name() == "dot") {
+            ++permuted_dots;
+            EXPECT_EQ(ins.get_shape().lens(), (dims{30, 8})) << p4.to_string();
+            // The rows are x's own: its reshape is a view.
+            EXPECT_TRUE(ins.inputs()[0]->inputs()[0]->is_param()) << p4.to_string();
+        }
+    }
+    EXPECT_EQ(permuted_dots, 1u);
+    // Kept: rows whose k is not contiguous (no order of them merges without a copy, and too few
+    // rows for the copy to pay), a right operand that varies per batch entry.
+    auto kept = [](module& m) {
+        auto x = m.add_parameter("x", f32({6, 16, 5}));
+        auto xt = m.add_instruction(op::transpose{{0, 2, 1}}, {x}); // [6, 5, 16], k apart
         auto w = m.add_literal(random_literal({16, 8}, 3));
         auto y = m.add_parameter("y", f32({5, 16, 8}));
         auto a = m.add_instruction(op::dot{}, {xt, w});
@@ -418,8 +483,8 @@ TEST(simplify, a_batched_product_of_one_matrix_becomes_one_product) {
         m.add_return({a, b});
     };
     EXPECT_EQ(transform_and_print(kept, [](module& m) { simplify{}.apply(m); }), text_of(kept));
-    // Rows apart but few per product (ViT's sequence-first projection at batch 4): a's copy is
-    // cheaper than 40 products of 4-row tiles.
+    // Rows apart and few per product (ViT's sequence-first projection at batch 4): one product
+    // of 160 rows, not 40 products of 4-row tiles.
     auto copied = [](module& m) {
         auto x = m.add_parameter("x", f32({4, 40, 16}));
         auto xt = m.add_instruction(op::transpose{{1, 0, 2}}, {x}); // [40, 4, 16]
