@@ -55,13 +55,23 @@ bool is_float_convert(instruction_ref ins) {
            is_floating(ins->inputs()[0]->get_shape().type());
 }
 
-// A dot operand with scalar factors peeled off (each a single-use mul/div by a scalar literal).
-instruction_ref peel_scale(instruction_ref x, double& scale) {
+// A dot operand with scalar factors peeled off (each a single-use mul/div by a scalar literal),
+// also from under a single-use transpose (simplify moves transposes past elementwise ops, so
+// nn.MultiheadAttention's q * scale arrives as transpose(q * scale)): the transpose is then
+// made again of the unscaled value.
+instruction_ref peel_scale(module& m, instruction_ref x, double& scale) {
     while (single_use(x)) {
-        auto s = scaled_by_scalar(x);
+        if (auto s = scaled_by_scalar(x)) {
+            scale *= s->second;
+            x = s->first;
+            continue;
+        }
+        if (x->get_operator().get_if<op::transpose>() == nullptr) break;
+        const instruction_ref inner = x->inputs()[0];
+        auto s = single_use(inner) ? scaled_by_scalar(inner) : std::nullopt;
         if (!s) break;
         scale *= s->second;
-        x = s->first;
+        x = m.insert_instruction(x, x->get_operator(), {s->first});
     }
     return x;
 }
@@ -114,14 +124,14 @@ std::optional<match> forward_from_softmax(instruction_ref s) {
 
 // From softmax `s` back to the scores' dot: scalar factors and float converts, and at most one
 // added bias (below every factor: a factor applied after the bias would scale it too).
-bool backward_from_softmax(instruction_ref s, match& mt) {
+bool backward_from_softmax(module& m, instruction_ref s, match& mt) {
     instruction_ref x = s->inputs()[0];
     bool seen_bias = false, seen_factor = false;
     while (single_use(x)) {
         if (x->get_operator().get_if<op::dot>() != nullptr) {
             double scale = mt.scale;
-            mt.q = peel_scale(x->inputs()[0], scale);
-            mt.kt = peel_scale(x->inputs()[1], scale);
+            mt.q = peel_scale(m, x->inputs()[0], scale);
+            mt.kt = peel_scale(m, x->inputs()[1], scale);
             mt.scale = scale;
             return true;
         }
@@ -175,7 +185,7 @@ void fuse_attention::apply(module& m) const {
     }
     for (instruction_ref s : softmaxes) {
         auto mt = forward_from_softmax(s);
-        if (!mt || !backward_from_softmax(s, *mt)) continue;
+        if (!mt || !backward_from_softmax(m, s, *mt)) continue;
         const dtype t = mt->q->get_shape().type();
         if (mt->kt->get_shape().type() != t || mt->v->get_shape().type() != t) continue;
         const op::attention a{static_cast<float>(mt->scale), mt->zero_nan_rows};
