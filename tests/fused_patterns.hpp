@@ -119,6 +119,21 @@ inline std::vector<fused_pattern> fused_patterns() {
                                         {x, w});
              m.add_return({m.add_instruction(op::transpose{{0, 2, 3, 1}}, {bias(m, t, c, 16)})});
          }},
+        // nn.MultiheadAttention's out_proj on a sequence-first [s, b, e] input: the residual
+        // is added after the projection is reshaped and transposed back to batch-first.
+        {"dot+bias+reshape+transpose+residual",
+         [=](module& m, dtype t) {
+             auto a = m.add_parameter("a", shape{t, {48, 64}});
+             auto w = m.add_parameter("w", shape{t, {64, 32}});
+             auto d = m.add_instruction(op::dot{}, {a, w});
+             auto b = m.add_parameter("b", shape{t, {32}});
+             auto bb = m.add_instruction(op::broadcast{{48, 32}}, {b});
+             auto x = m.add_instruction(ew(elementwise_kind::add), {d, bb});
+             auto rs = m.add_instruction(op::reshape{{24, 2, 32}}, {x});
+             auto tr = m.add_instruction(op::transpose{{1, 0, 2}}, {rs});
+             auto r = m.add_parameter("r", shape{t, {2, 24, 32}});
+             m.add_return({m.add_instruction(ew(elementwise_kind::add), {tr, r})});
+         }},
     };
 }
 

@@ -5,7 +5,8 @@
 //   module fused_gemm0 { x0, x1, x2 -> convolution -> <pointwise0's body inlined> -> transpose
 //                        -> return }
 //
-// The chain is anchor -> [views] -> pointwise -> [layout tail]. Parameters are the anchor's
+// The chain is anchor -> [views] -> pointwise -> ([layout ops] -> pointwise)* -> [layout tail].
+// Parameters are the anchor's
 // inputs (x0, x1) then the pointwise op's other inputs (x2, ...), so equal patterns give equal
 // submodule text. A chain value also used outside becomes an extra return; the fused op's result
 // is then a tuple and those users read it with get_tuple_elem.
@@ -33,11 +34,21 @@ bool is_anchor_view(instruction_ref ins) {
     return (t.layout_only || t.selects) && t.view;
 }
 
+// A pointwise op after the epilogue and the single-use layout ops that lead to it: a residual
+// added after the projection's output is reshaped and transposed back (nn.MultiheadAttention's
+// out_proj), which fuse_pointwise keeps out of the first pointwise op.
+struct later_pointwise {
+    std::vector<instruction_ref> layout;
+    instruction_ref op = nullptr;
+};
+
 struct chain {
     instruction_ref anchor = nullptr;
     std::vector<instruction_ref> views; // anchor -> ... -> the input of `epilogue`
     instruction_ref epilogue = nullptr; // the pointwise op, or nullptr
-    std::vector<instruction_ref> tail;  // single-use layout ops after the epilogue (or anchor)
+    std::vector<later_pointwise> later; // after the epilogue, in order
+    std::vector<instruction_ref> tail;  // single-use layout ops after the last pointwise op (or
+                                        // the anchor)
 };
 
 // Depth-first along the anchor's users (in module order) through views to the first pointwise
@@ -106,6 +117,10 @@ std::vector<instruction_ref> chain_members(const chain& c) {
     std::vector<instruction_ref> all{c.anchor};
     all.insert(all.end(), c.views.begin(), c.views.end());
     if (c.epilogue) all.push_back(c.epilogue);
+    for (const auto& p : c.later) {
+        all.insert(all.end(), p.layout.begin(), p.layout.end());
+        all.push_back(p.op);
+    }
     all.insert(all.end(), c.tail.begin(), c.tail.end());
     return all;
 }
@@ -125,6 +140,9 @@ std::vector<instruction_ref> outside_inputs(const chain& c) {
         add(in);
     if (c.epilogue)
         for (auto* in : c.epilogue->inputs())
+            add(in);
+    for (const auto& p : c.later)
+        for (auto* in : p.op->inputs())
             add(in);
     return out;
 }
@@ -178,20 +196,28 @@ void rewrite_chain(module& m, const chain& c, instruction_ref pos) {
     copy_instruction(sub, c.anchor, map);
     copy_instructions(sub, c.views, map);
     instruction_ref last = c.views.empty() ? c.anchor : c.views.back();
-    if (c.epilogue) {
-        // Inline the pointwise body: its parameters stand for the epilogue's inputs.
-        const module& body = *c.epilogue->module_inputs().front();
+    // Inline a pointwise body: its parameters stand for the op's inputs.
+    auto inline_pointwise = [&](instruction_ref pointwise) {
+        const module& body = *pointwise->module_inputs().front();
         auto params = body.parameters();
         instruction_map body_map;
         for (std::size_t i = 0; i < params.size(); ++i)
-            body_map[params[i]] = map.at(c.epilogue->inputs()[i]);
+            body_map[params[i]] = map.at(pointwise->inputs()[i]);
         std::vector<instruction_ref> ops;
         for (auto& ins : body)
             if (!ins.is_param() && !ins.is_return())
                 ops.push_back(const_cast<instruction_ref>(&ins));
         copy_instructions(sub, ops, body_map);
-        map[c.epilogue] = body_map.at(body.get_return()->inputs().front());
+        map[pointwise] = body_map.at(body.get_return()->inputs().front());
+    };
+    if (c.epilogue) {
+        inline_pointwise(c.epilogue);
         last = c.epilogue;
+    }
+    for (const auto& p : c.later) {
+        copy_instructions(sub, p.layout, map);
+        inline_pointwise(p.op);
+        last = p.op;
     }
     copy_instructions(sub, c.tail, map);
     instruction_ref main_out = c.tail.empty() ? last : c.tail.back();
@@ -233,6 +259,29 @@ void rewrite_chain(module& m, const chain& c, instruction_ref pos) {
         m.remove_instruction(*it);
 }
 
+// Extends the chain with the pointwise ops that take its last value, through its layout tail,
+// as their only chain input; stops where the chain could not be placed or an op would
+// broadcast the chain's value.
+void absorb_later_pointwise(module& m, chain& c) {
+    for (;;) {
+        instruction_ref last =
+            c.tail.empty() ? (c.later.empty() ? c.epilogue : c.later.back().op) : c.tail.back();
+        if (last->outputs().size() != 1) return;
+        instruction_ref next = last->outputs().front();
+        if (next->name() != "pointwise") return;
+        auto members = chain_members(c);
+        std::size_t chain_inputs = 0;
+        for (auto* in : next->inputs())
+            if (std::find(members.begin(), members.end(), in) != members.end()) ++chain_inputs;
+        if (chain_inputs != 1 || broadcasts_chain_input(next, {last})) return;
+        chain longer = c;
+        longer.later.push_back({c.tail, next});
+        longer.tail = layout_tail(next);
+        if (!insertion_point(m, longer)) return;
+        c = std::move(longer);
+    }
+}
+
 } // namespace
 
 void fuse_gemm::apply(module& m) const {
@@ -247,6 +296,7 @@ void fuse_gemm::apply(module& m) const {
             values.insert(c.views.begin(), c.views.end());
             c.tail = layout_tail(c.epilogue);
             if (broadcasts_chain_input(c.epilogue, values) || !insertion_point(m, c)) c = {};
+            if (c.epilogue) absorb_later_pointwise(m, c);
         }
         if (!c.epilogue) {
             // No fusible epilogue: the anchor and its layout tail still take the gemm path.

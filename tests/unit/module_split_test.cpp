@@ -278,14 +278,24 @@ TEST(split_points, pointwise_only_check) {
     }
 }
 
-TEST(split_points, pointwise_only_rejects_a_view_of_a_computed_value) {
+TEST(split_points, pointwise_only_accepts_a_layout_change_of_a_computed_value) {
     program p;
     auto& m = p.main();
     auto x = m.add_parameter("x", shape{dtype::f32, {2, 3}});
     auto e = m.add_instruction(op::make_elementwise(op::elementwise_kind::exp), {x});
     auto t = m.add_instruction(op::transpose{{1, 0}}, {e});
     m.add_return({t});
+    EXPECT_NO_THROW(check_pointwise_only(m));
+}
+
+TEST(split_points, pointwise_only_rejects_a_replicating_view_of_a_computed_value) {
+    program p;
+    auto& m = p.main();
+    auto x = m.add_parameter("x", shape{dtype::f32, {3}});
+    auto e = m.add_instruction(op::make_elementwise(op::elementwise_kind::exp), {x});
+    auto b = m.add_instruction(op::broadcast{{2, 3}}, {e});
+    m.add_return({b});
     EXPECT_THROW(check_pointwise_only(m), internal_error);
-    EXPECT_TRUE(t->get_operator().traits().layout_only);
-    EXPECT_FALSE(e->get_operator().traits().layout_only);
+    EXPECT_TRUE(b->get_operator().traits().view);
+    EXPECT_FALSE(b->get_operator().traits().layout_only);
 }

@@ -25,15 +25,17 @@ inline instruction_ref find_gemm_split(instruction_ref anchor,
     return current;
 }
 
-// Accepts only pointwise ops, literals, parameters, the return and views whose input is a
-// parameter or literal (another way to read an input); otherwise throws internal_error naming
-// the first offending instruction.
+// Accepts only pointwise ops, literals, parameters, the return, views whose input is a
+// parameter or literal (another way to read an input) and layout changes (reshape, transpose,
+// ...) of computed values, which the index generator follows as a change of position (a
+// residual added after the projection is transposed: fuse_gemm's later pointwise ops);
+// otherwise throws internal_error naming the first offending instruction.
 inline void check_pointwise_only(const module& m) {
     auto names = m.print_names();
     for (const auto& ins : m) {
         if (ins.is_param() || ins.is_literal() || ins.is_return()) continue;
         auto traits = ins.get_operator().traits();
-        if (traits.pointwise) continue;
+        if (traits.pointwise || traits.layout_only) continue;
         if (traits.view && !ins.inputs().empty() &&
             (ins.inputs().front()->is_param() || ins.inputs().front()->is_literal()))
             continue;
