@@ -236,12 +236,12 @@ def conflux_args(inputs, tune, caches):
     return args
 
 
-def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout):
+def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top):
     model = os.path.join(folder, "model.onnx")
     args = conflux_args(info["inputs"], tune, caches)
     out = {}
     t = time.monotonic()
-    p = subprocess.run([conflux, "perf", model, "-n", str(iters), "-t", "3"] + args,
+    p = subprocess.run([conflux, "perf", model, "-n", str(iters), "-t", str(top)] + args,
                        capture_output=True, text=True, timeout=timeout)
     out["conflux_perf_s"] = round(time.monotonic() - t, 1)
     with open(os.path.join(folder, f"perf_{batch}.log"), "w") as f:
@@ -353,6 +353,7 @@ def main():
     ap.add_argument("--prepare-share", type=float, default=0.5,
                     help="the share of --deadline that preparing (export, Inductor) may take")
     ap.add_argument("--timeout", type=int, default=400)
+    ap.add_argument("--top", type=int, default=3, help="launches listed in each perf log")
     ap.add_argument("--resume", default="", help="JSON of an earlier call: its rows measured "
                                                   "with this binary are kept, not re-measured")
     ap.add_argument("--json")
@@ -445,7 +446,7 @@ def main():
                        torch_compiled_rel_rms=info["torch_compiled_rel_rms"])
             try:
                 row.update(time_conflux(args.conflux, os.path.join(args.work, name), batch, info,
-                                        args.tune, caches, args.runs, args.timeout))
+                                        args.tune, caches, args.runs, args.timeout, args.top))
             except subprocess.TimeoutExpired:
                 row["error"] = f"conflux: over {args.timeout} s"
             mine.append(row)
