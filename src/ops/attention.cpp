@@ -1,5 +1,6 @@
 #include "conflux/ops/attention.hpp"
 
+#include "conflux/ops/views.hpp"
 #include "conflux/util/errors.hpp"
 
 #include <cmath>
@@ -8,7 +9,9 @@
 namespace conflux::op {
 
 nlohmann::json attention::attributes() const {
-    return {{"scale", scale}, {"zero_nan_rows", zero_nan_rows}};
+    nlohmann::json a{{"scale", scale}, {"zero_nan_rows", zero_nan_rows}};
+    if (!out_perm.empty()) a["out_perm"] = out_perm;
+    return a;
 }
 
 shape attention::compute_shape(const std::vector<shape>& in) const {
@@ -45,7 +48,25 @@ shape attention::compute_shape(const std::vector<shape>& in) const {
     }
     out.push_back(sq);
     out.push_back(v.lens()[rank - 1]);
-    return {v.type(), out};
+    if (out_perm.empty()) return {v.type(), out};
+    CONFLUX_USER_CHECK(is_permutation_of(out_perm, rank), name(),
+                       ": out_perm is not a permutation of the ", rank, " output axes");
+    dims permuted(rank);
+    for (std::size_t i = 0; i < rank; ++i)
+        permuted[i] = out[static_cast<std::size_t>(out_perm[i])];
+    return {v.type(), permuted};
+}
+
+shape attention::result_view(const shape& out) const {
+    if (out_perm.empty()) return out;
+    const std::size_t rank = out.rank();
+    dims lens(rank), strides(rank);
+    for (std::size_t i = 0; i < rank; ++i) {
+        const auto axis = static_cast<std::size_t>(out_perm[i]);
+        lens[axis] = out.lens()[i];
+        strides[axis] = out.strides()[i];
+    }
+    return shape{out.type(), lens, strides};
 }
 
 argument attention::eval(const shape& out, const std::vector<argument>& in) const {
@@ -96,7 +117,22 @@ argument attention::eval(const shape& out, const std::vector<argument>& in) cons
                             row[e] += p * v[(b * sk + j) * dv + e];
                     }
                 }
-            return from_vector<C>(out.type(), out.lens(), y);
+            if (out_perm.empty()) return from_vector<C>(out.type(), out.lens(), y);
+            // y is row-major over the unpermuted result; walk the output in its order.
+            const shape logical = result_view(out);
+            dims unpermuted_strides = shape{out.type(), logical.lens()}.strides();
+            std::vector<C> permuted(y.size());
+            const std::size_t rank_out = out.rank();
+            for (std::size_t o = 0; o < permuted.size(); ++o) {
+                std::size_t rest = o, from = 0;
+                for (std::size_t i = rank_out; i-- > 0;) {
+                    const std::size_t coord = rest % out.lens()[i];
+                    rest /= out.lens()[i];
+                    from += coord * unpermuted_strides[static_cast<std::size_t>(out_perm[i])];
+                }
+                permuted[o] = y[from];
+            }
+            return from_vector<C>(out.type(), out.lens(), permuted);
         }
     });
 }

@@ -200,17 +200,21 @@ argument flatten::eval(const shape& out, const std::vector<argument>& in) const 
 // ---------------------------------------------------------------------------------------------
 // transpose
 
+bool is_permutation_of(const std::vector<std::int64_t>& perm, std::size_t rank) {
+    std::vector<bool> seen(rank, false);
+    if (perm.size() != rank) return false;
+    for (const auto p : perm) {
+        if (p < 0 || static_cast<std::size_t>(p) >= rank || seen[static_cast<std::size_t>(p)])
+            return false;
+        seen[static_cast<std::size_t>(p)] = true;
+    }
+    return true;
+}
+
 shape transpose::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
     const std::size_t r = s.rank();
-    std::vector<bool> seen(r, false);
-    bool valid = permutation.size() == r;
-    for (std::size_t i = 0; valid && i < r; ++i) {
-        const auto p = permutation[i];
-        valid = p >= 0 && static_cast<std::size_t>(p) < r && !seen[static_cast<std::size_t>(p)];
-        if (valid) seen[static_cast<std::size_t>(p)] = true;
-    }
-    if (!valid) {
+    if (!is_permutation_of(permutation, r)) {
         std::string perm;
         for (std::size_t i = 0; i < permutation.size(); ++i)
             perm += (i ? "," : "") + std::to_string(permutation[i]);

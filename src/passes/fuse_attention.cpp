@@ -173,6 +173,35 @@ bool backward_from_softmax(module& m, instruction_ref s, match& mt) {
     return false;
 }
 
+// Single-use transposes of the attention's result that keep Dv innermost become its out_perm,
+// so the kernel stores rows of Dv contiguous elements where the transpose puts them: the heads
+// merged back (transpose to [batch, Sq, heads, Dv], then a reshape) need no copy kernel.
+void absorb_output_transposes(module& m, instruction_ref att) {
+    while (single_use(att)) {
+        const instruction_ref user = att->outputs().front();
+        const auto* t = user->get_operator().get_if<op::transpose>();
+        if (t == nullptr) return;
+        auto a = *att->get_operator().get_if<op::attention>();
+        const std::size_t rank = t->permutation.size();
+        std::vector<std::int64_t> composed(rank);
+        for (std::size_t i = 0; i < rank; ++i) {
+            const auto from = static_cast<std::size_t>(t->permutation[i]);
+            composed[i] = a.out_perm.empty() ? static_cast<std::int64_t>(from) : a.out_perm[from];
+        }
+        if (static_cast<std::size_t>(composed.back()) != rank - 1) return;
+        bool identity = true;
+        for (std::size_t i = 0; i < rank; ++i)
+            identity = identity && static_cast<std::size_t>(composed[i]) == i;
+        a.out_perm = identity ? std::vector<std::int64_t>{} : composed;
+        const std::vector<instruction_ref> inputs = att->inputs();
+        const instruction_ref written = m.insert_instruction(user, a, inputs);
+        m.replace_all_uses(user, written);
+        m.remove_instruction(user);
+        m.remove_instruction(att);
+        att = written;
+    }
+}
+
 } // namespace
 
 void fuse_attention::apply(module& m) const {
@@ -215,6 +244,7 @@ void fuse_attention::apply(module& m) const {
             }
         }
         m.replace_instruction(mt->result, a, inputs);
+        absorb_output_transposes(m, mt->result);
     }
 }
 

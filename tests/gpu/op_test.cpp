@@ -516,7 +516,8 @@ TEST(CudaOps, AttentionKernel) {
         std::size_t sq, sk, d, dv;
         int bias; // 0 none, 1 random [.., sq, sk], 2 broadcast [b, 1, 1, sk], 3 -inf rows
         bool zero_nan;
-        bool grouped; // k and v broadcast over the head axis
+        bool grouped;                            // k and v broadcast over the head axis
+        std::vector<std::int64_t> out_perm = {}; // the output written transposed
     };
     const std::vector<attention_case> cases{
         {"vit 197x197 d64", dtype::f16, {2, 3}, 197, 197, 64, 64, 0, false, false},
@@ -532,6 +533,10 @@ TEST(CudaOps, AttentionKernel) {
         // dims that are not multiples of 8 (q and k copied at once, v by cp.async).
         {"long bf16 d128 mask", dtype::bf16, {1, 2}, 600, 700, 128, 128, 1, false, false},
         {"d20 dv24 long", dtype::f16, {1, 2}, 530, 130, 20, 24, 1, false, false},
+        // The heads written back merged ([batch, Sq, heads, Dv]), as fuse_attention absorbs the
+        // transpose before the output projection; and sequence-first ([Sq, batch, heads, Dv]).
+        {"vit heads merged", dtype::f16, {2, 3}, 197, 197, 64, 64, 0, false, false, {0, 2, 1, 3}},
+        {"bf16 seq first", dtype::bf16, {2, 3}, 70, 90, 32, 48, 1, false, false, {2, 0, 1, 3}},
     };
     for (const auto& c : cases) {
         check_case("attention " + c.name, [&](module& m) {
@@ -578,7 +583,7 @@ TEST(CudaOps, AttentionKernel) {
                 }
                 in.push_back(m.add_literal(from_vector(c.t, scores, values)));
             }
-            m.add_return({m.add_instruction(op::attention{0.3f, c.zero_nan}, in)});
+            m.add_return({m.add_instruction(op::attention{0.3f, c.zero_nan, c.out_perm}, in)});
         });
     }
 }

@@ -205,6 +205,48 @@ TEST(attention, shape_errors_name_the_operands) {
     EXPECT_NE(message({q_shape, kt_shape, shape{dtype::f16, {2, 3, 7, 4}}}).find("types differ"),
               std::string::npos);
     EXPECT_EQ(a.compute_shape({q_shape, kt_shape, v_shape}).lens(), (dims{2, 3, 5, 4}));
+    const op::attention merged{1.0f, false, {0, 2, 1, 3}};
+    EXPECT_EQ(merged.compute_shape({q_shape, kt_shape, v_shape}).lens(), (dims{2, 5, 3, 4}));
+    for (const auto& bad : {std::vector<std::int64_t>{0, 2, 1}, {0, 2, 2, 3}, {0, 1, 2, 4}}) {
+        try {
+            op::attention{1.0f, false, bad}.compute_shape({q_shape, kt_shape, v_shape});
+            ADD_FAILURE() << "out_perm of " << bad.size() << " axes accepted";
+        } catch (const user_error& e) {
+            EXPECT_NE(std::string(e.what()).find("out_perm"), std::string::npos) << e.what();
+        }
+    }
+}
+
+// The heads merged back before the output projection: transpose(attention) -> reshape. The
+// transpose becomes the op's out_perm (the kernel writes the merged layout), so the reshape is
+// a view; a transpose that would move Dv from the innermost axis stays.
+TEST(attention, absorbs_the_transpose_that_merges_the_heads) {
+    auto merge_heads = [](std::vector<std::int64_t> perm) {
+        return [perm](module& m) {
+            auto q = m.add_parameter("q", q_shape);
+            auto kt = m.add_parameter("kt", kt_shape);
+            auto v = m.add_parameter("v", v_shape);
+            auto s = m.add_instruction(op::dot{}, {q, kt});
+            auto o = m.add_instruction(op::dot{}, {m.add_instruction(op::softmax{3}, {s}), v});
+            auto t = m.add_instruction(op::transpose{perm}, {o});
+            m.add_return({m.add_instruction(op::reshape{{2, 5, 12}}, {t})});
+        };
+    };
+    auto p = transform_and_compare(merge_heads({0, 2, 1, 3}), run_fuse, 1e-5);
+    EXPECT_EQ(count_named(p.main(), "transpose"), 0u) << p.to_string();
+    std::size_t absorbed = 0;
+    for (const auto& ins : p.main())
+        if (const auto* a = ins.get_operator().get_if<op::attention>()) {
+            EXPECT_EQ(a->out_perm, (std::vector<std::int64_t>{0, 2, 1, 3}));
+            EXPECT_EQ(ins.get_shape(), (shape{dtype::f32, {2, 5, 3, 4}}));
+            ++absorbed;
+        }
+    EXPECT_EQ(absorbed, 1u);
+    auto sequence_first = transform_and_compare(merge_heads({2, 0, 1, 3}), run_fuse, 1e-5);
+    EXPECT_EQ(count_named(sequence_first.main(), "transpose"), 0u) << sequence_first.to_string();
+    auto kept = transform_and_compare(merge_heads({0, 1, 3, 2}), run_fuse, 1e-5);
+    EXPECT_EQ(count_named(kept.main(), "attention"), 1u) << kept.to_string();
+    EXPECT_EQ(count_named(kept.main(), "transpose"), 1u) << kept.to_string();
 }
 
 } // namespace

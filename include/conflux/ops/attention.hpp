@@ -10,6 +10,11 @@
 //
 // zero_nan_rows: a row whose softmax is not a number (every score -inf, or a NaN or +inf among
 // them) gives zeros, as PyTorch's safe softmax (`where(isnan(p), 0, p)`) does.
+//
+// out_perm: empty, or the output is that result transposed (output axis i is its axis
+// out_perm[i]) and stored contiguous: the kernel writes the heads back into a [batch, Sq,
+// heads, Dv] tensor itself, so the merge of the heads before the output projection is a view
+// and not a copy.
 #pragma once
 
 #include "conflux/ir/operation.hpp"
@@ -19,11 +24,14 @@ namespace conflux::op {
 struct attention {
     float scale = 1.0f;
     bool zero_nan_rows = false;
+    std::vector<std::int64_t> out_perm;
     std::string name() const { return "attention"; }
     nlohmann::json attributes() const;
     op_traits traits() const { return {.accumulates_in_f32 = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
+    // The result [..., Sq, Dv] before out_perm, as a view of the output `out` (its strides).
+    shape result_view(const shape& out) const;
     bool operator==(const attention&) const = default;
 };
 

@@ -23,6 +23,9 @@ struct reshape {
     bool operator==(const reshape&) const = default;
 };
 
+// Whether perm holds each of 0 .. rank-1 once.
+bool is_permutation_of(const std::vector<std::int64_t>& perm, std::size_t rank);
+
 // output axis i is input axis permutation[i].
 struct transpose {
     std::vector<std::int64_t> permutation;

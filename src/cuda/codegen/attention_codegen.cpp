@@ -1,7 +1,7 @@
 // The attention op's kernel (src/cuda/kernels/attention.cuh does the work): the shape struct
 // with every len and stride, the batch entry's element 0 of each operand, the launch (one block
 // per batch entry and 64 query rows, four warps; 128 rows and eight warps for long sequences,
-// whose key tiles are then read half as often).
+// whose key tiles are then read half as often). An out_perm only changes the output's strides.
 #include "conflux/ops/attention.hpp"
 #include "conflux/util/errors.hpp"
 #include "cuda/codegen/attention_kernel.hpp"
@@ -51,7 +51,9 @@ kernel_source generate_attention(const kernel_request& r) {
     CONFLUX_ASSERT(a != nullptr, "generate_attention for ", r.op->name());
     const std::string why = attention_kernel_obstacle(r.inputs);
     CONFLUX_USER_CHECK(why.empty(), "attention: ", why);
-    const shape &q = r.inputs[0], &kt = r.inputs[1], &v = r.inputs[2], &y = r.outputs[0];
+    const shape &q = r.inputs[0], &kt = r.inputs[1], &v = r.inputs[2];
+    // The rows and columns as the kernel computes them, wherever out_perm puts them.
+    const shape y = a->result_view(r.outputs[0]);
     const bool has_bias = r.inputs.size() == 4;
     const std::size_t rank = q.rank(), br = rank - 2;
     const std::size_t sq = q.lens()[br], d = q.lens()[br + 1], sk = kt.lens()[br + 1];
