@@ -3,7 +3,8 @@
 #   scripts/gpu_suite.sh pack   here: build, then put the binaries and the ONNX test data in .gpu/
 #                               (ignored by git; carried to the device with `carry: [".gpu"]`)
 #   scripts/gpu_suite.sh run    on the GPU machine, from the repository root: every GPU test,
-#                               logs under $OUT, a summary table printed last
+#                               a summary table printed last and in $OUT/summary.txt, the logs
+#                               in $OUT/suite_logs.tgz
 #   scripts/gpu_suite.sh run --skip-gemm-harness   the same without the generator's own
 #                               every-config harness (the slowest step)
 set -uo pipefail
@@ -75,8 +76,12 @@ run() {
     grep "FAIL" "$OUT/op_tests.log" | head -20
     grep "fused pattern matrix" "$OUT/op_tests.log"
     echo
-    printf '%-34s %-5s %6s  %s\n' "GPU suite" "" "time" "last line of the log"
-    printf '%s\n' "${rows[@]}"
+    {
+        printf '%-34s %-5s %6s  %s\n' "GPU suite" "" "time" "last line of the log"
+        printf '%s\n' "${rows[@]}"
+    } | tee "$OUT/summary.txt"
+    # The device tool brings back only a few files: the logs travel as one archive.
+    (cd "$OUT" && tar czf suite_logs.tgz ./*.log && rm -f ./*.log)
 }
 
 case "${1:-}" in
