@@ -6,10 +6,9 @@
 //                        -> return }
 //
 // The chain is anchor -> [views] -> pointwise -> ([layout ops] -> pointwise)* -> [layout tail].
-// Parameters are the anchor's
-// inputs (x0, x1) then the pointwise op's other inputs (x2, ...), so equal patterns give equal
-// submodule text. A chain value also used outside becomes an extra return; the fused op's result
-// is then a tuple and those users read it with get_tuple_elem.
+// Parameters are the anchor's inputs (x0, x1) then the pointwise ops' other inputs (x2, ...), so
+// equal patterns give equal submodule text. A chain value also used outside becomes an extra
+// return; the fused op's result is then a tuple and those users read it with get_tuple_elem.
 #include "conflux/passes/fuse_gemm.hpp"
 
 #include "conflux/ir/copy_instructions.hpp"
