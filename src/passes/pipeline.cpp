@@ -6,6 +6,7 @@
 #include "conflux/passes/layout.hpp"
 #include "conflux/passes/reduced_precision.hpp"
 #include "conflux/passes/simplify.hpp"
+#include "conflux/passes/split_reduction.hpp"
 
 namespace conflux {
 
@@ -18,9 +19,10 @@ std::vector<pass> target_independent_passes(std::optional<dtype> precision,
     if (precision) passes.push_back(reduced_precision{*precision}); // weights fold below
     passes.insert(passes.end(),
                   {
-                      layout_nhwc{}, // convolutions in NHWC with KRSC weights
-                      simplify{},    // cancel the transposes between consecutive convolutions
-                      dce{},         //
+                      layout_nhwc{},     // convolutions in NHWC with KRSC weights
+                      simplify{},        // cancel the transposes between consecutive convolutions
+                      dce{},             //
+                      split_reduction{}, // few long rows of channels-last data: two steps
                   });
     if (attention) // softmax(q.kt * scale + bias).v -> attention
         passes.insert(passes.end(), {std::move(*attention), dce{}});

@@ -11,8 +11,9 @@
 
 namespace conflux {
 
-// Simplify, NHWC layout, fusion: what every target runs. The reference target runs these under
-// `--optimize` and interprets the result, which checks the passes on any model. With
+// Simplify, NHWC layout, split reductions, fusion: what every target runs. The reference target
+// runs these under `--optimize` and interprets the result, which checks the passes on any
+// model. With
 // `precision` (f16 or bf16: --fp16 / --bf16) the f32 model is converted to it after the first
 // simplify (so batch norms fold in f32 first).
 //
