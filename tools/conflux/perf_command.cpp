@@ -79,6 +79,24 @@ int perf(const perf_options& options) {
                     order[i]->origin.c_str());
     if (order.size() > options.top)
         std::printf("(%zu more launches; -t/--top N shows more)\n", order.size() - options.top);
+    // Where the time goes as a whole: the per-launch list hides a kind made of many short
+    // launches (a reduction per block of a CNN).
+    std::map<std::string, std::pair<double, std::size_t>> by_kind;
+    for (const auto& s : r.steps) {
+        auto& [ms, launches] = by_kind[kind_of(s.kernel)];
+        ms += s.median_ms;
+        ++launches;
+    }
+    std::vector<std::pair<std::string, std::pair<double, std::size_t>>> kinds(by_kind.begin(),
+                                                                              by_kind.end());
+    std::stable_sort(kinds.begin(), kinds.end(),
+                     [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    std::printf("by kind (ms, launches, share):");
+    for (std::size_t i = 0; i < kinds.size(); ++i)
+        std::printf("%s %s %.4f (%zu, %.1f%%)", i == 0 ? "" : ";", kinds[i].first.c_str(),
+                    kinds[i].second.first, kinds[i].second.second,
+                    100.0 * kinds[i].second.first / total);
+    std::printf("\n");
     return 0;
 }
 
