@@ -347,6 +347,18 @@ TEST(CudaOps, ReductionsSoftmaxArg) {
                    unary(op::reduce{op::reduce_kind::sum, {1}, false, false}, t, {300, 130}));
         check_case("argmax warp per row " + ts,
                    unary(op::arg_reduce{true, 1, false, false}, t, {512, 77}));
+        // Squeeze-and-excitation's pool of channels-last data: split_reduction makes it two
+        // reductions (width, then height), compared with the whole reduction's reference.
+        for (auto kind : {op::reduce_kind::mean, op::reduce_kind::max, op::reduce_kind::sum})
+            check_case(
+                "reduce_" + std::string(op::reduce_kind_name(kind)) + " spatial of channels-last " +
+                    ts,
+                [=](module& m) {
+                    auto x = param(m, "x", t, {8, 56, 56, 24});
+                    auto nchw = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {x});
+                    m.add_return({m.add_instruction(
+                        op::reduce{kind, {2, 3}, kind != op::reduce_kind::sum, false}, {nchw})});
+                });
     }
     check_case("reduce_sum i64",
                unary(op::reduce{op::reduce_kind::sum, {1}, true, false}, dtype::i64, {4, 100}));
