@@ -7,6 +7,9 @@
 #include "conflux/passes/reduced_precision.hpp"
 #include "conflux/passes/simplify.hpp"
 #include "conflux/passes/split_reduction.hpp"
+#include "conflux/util/errors.hpp"
+
+#include <algorithm>
 
 namespace conflux {
 
@@ -32,6 +35,23 @@ std::vector<pass> target_independent_passes(std::optional<dtype> precision,
                       fuse_gemm{},      // anchor + epilogue + layout tail -> fused_gemm ops
                       dce{},
                   });
+    return passes;
+}
+
+std::vector<pass> without_passes(std::vector<pass> passes, const std::vector<std::string>& names) {
+    for (const auto& name : names) {
+        const bool known = std::any_of(passes.begin(), passes.end(),
+                                       [&](const pass& p) { return p.name() == name; });
+        std::string all;
+        for (const auto& p : passes)
+            if (all.find(p.name()) == std::string::npos)
+                all += (all.empty() ? "" : ", ") + p.name();
+        CONFLUX_USER_CHECK(known, "--skip-pass: no pass named '", name, "' (the passes are: ", all,
+                           ")");
+    }
+    std::erase_if(passes, [&](const pass& p) {
+        return std::find(names.begin(), names.end(), p.name()) != names.end();
+    });
     return passes;
 }
 

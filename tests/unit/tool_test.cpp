@@ -303,3 +303,27 @@ TEST_F(tool, cache_warns_about_a_bad_store_and_goes_on) {
         << r.err;
     EXPECT_NE(r.out.find("0 entries"), std::string::npos) << r.out;
 }
+
+TEST_F(tool, skip_pass_leaves_the_named_pass_out_and_an_unknown_name_is_a_user_error) {
+    auto all = run("compile " + example() + " --target ref --print-passes");
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    EXPECT_NE(all.out.find("pass: fuse_gemm"), std::string::npos) << all.out;
+    auto skipped =
+        run("compile " + example() + " --target ref --print-passes --skip-pass fuse_gemm");
+    ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
+    EXPECT_EQ(skipped.out.find("pass: fuse_gemm"), std::string::npos) << skipped.out;
+    EXPECT_NE(skipped.out.find("pass: fuse_pointwise"), std::string::npos) << skipped.out;
+    // The reference target's results do not depend on which passes ran.
+    auto with = run("run " + example() + " --target ref --optimize");
+    auto without = run("run " + example() + " --target ref --optimize --skip-pass fuse_gemm");
+    ASSERT_EQ(with.exit_code, 0) << with.err;
+    ASSERT_EQ(without.exit_code, 0) << without.err;
+    const auto summary = [](const std::string& out) { return out.substr(0, out.find("time:")); };
+    EXPECT_EQ(summary(with.out), summary(without.out));
+    EXPECT_NE(summary(with.out).find("y: f32[1,256,8]"), std::string::npos) << with.out;
+    auto bad = run("compile " + example() + " --target cuda --arch sm_90 --skip-pass fusion");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--skip-pass: no pass named 'fusion' (the passes are: simplify"),
+              std::string::npos)
+        << bad.err;
+}

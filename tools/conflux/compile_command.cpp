@@ -24,8 +24,10 @@ int compile(const compile_options& options) {
     const std::string target = resolve_target(options.target, std::cerr);
     // What the target runs.
     const cuda::compile_options cuda_options = to_cuda_options(options.target, std::cerr);
-    auto passes = target == "cuda" ? cuda::target_passes(cuda_options)
-                                   : target_independent_passes(std::nullopt, fuse_attention{});
+    auto passes = target == "cuda"
+                      ? cuda::target_passes(cuda_options)
+                      : without_passes(target_independent_passes(std::nullopt, fuse_attention{}),
+                                       options.target.skip_passes);
     if (!options.print_after.empty()) {
         bool known = false;
         std::string names;

@@ -122,6 +122,11 @@ void add_target_options(CLI::App& command, target_options& options) {
         ->excludes(fp16);
     add_problem_cache_option(command, options.problem_cache);
     command.add_flag("--quiet", options.quiet, "No tuning progress or summary");
+    command
+        .add_option("--skip-pass", options.skip_passes,
+                    "Leave this pass out of the pipeline (repeatable; --print-passes lists them): "
+                    "to find which pass a wrong or slow result comes from")
+        ->type_name("NAME");
 }
 
 std::string resolve_target(const target_options& options, std::ostream& notes) {
@@ -144,6 +149,7 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
     c.use_kernel_cache = !options.no_kernel_cache;
     c.perf_config = options.perf_config;
     c.exact_fp32 = options.exact_fp32;
+    c.skip_passes = options.skip_passes;
     if (!options.kernel_cache.empty()) c.kernel_cache_dir = options.kernel_cache;
     c.warn = [&notes](const std::string& message) { notes << "warning: " << message << "\n"; };
     c.tune = options.tune == "none"         ? cuda::tune_mode::none

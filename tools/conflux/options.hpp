@@ -49,10 +49,11 @@ struct target_options {
     std::string tune = "quick";
     std::string problem_cache;
     bool quiet = false;
+    std::vector<std::string> skip_passes;
 };
 
 // --target auto|ref|cuda, --arch, --kernel-cache, --no-kernel-cache, --perf-config,
-// --exact-fp32, --trace-compile, --tune, --problem-cache, --quiet.
+// --exact-fp32, --trace-compile, --tune, --problem-cache, --quiet, --skip-pass.
 void add_target_options(CLI::App& command, target_options& options);
 
 // "cuda" or "ref": auto is cuda when a GPU is usable, else ref (said on `notes`).

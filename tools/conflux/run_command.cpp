@@ -103,7 +103,9 @@ int run(const run_options& options) {
         // model. --fp16/--bf16 convert the model first, so the reference shows their effect.
         const std::optional<dtype> precision = precision_of(options.target);
         if (options.optimize || precision)
-            run_passes(p.main(), target_independent_passes(precision, fuse_attention{}));
+            run_passes(p.main(),
+                       without_passes(target_independent_passes(precision, fuse_attention{}),
+                                      options.target.skip_passes));
         start = std::chrono::steady_clock::now();
         results = ref::evaluate(p, params);
         stop = std::chrono::steady_clock::now();

@@ -41,6 +41,8 @@ struct compile_options {
     // Attention the attention kernel takes runs as that one kernel; false keeps every attention
     // as dot, softmax, dot (what the fused kernel is measured against).
     bool fuse_attention = true;
+    // Passes left out of the pipeline, by name (`--skip-pass`).
+    std::vector<std::string> skip_passes;
     tune_mode tune = tune_mode::quick;
     // The problem cache (an SQLite file) tuned configs are kept in and reused from. Empty: the
     // default ($CONFLUX_PROBLEM_CACHE, else the user's cache directory).

@@ -23,4 +23,8 @@ namespace conflux {
 std::vector<pass> target_independent_passes(std::optional<dtype> precision = std::nullopt,
                                             std::optional<fuse_attention> attention = std::nullopt);
 
+// `passes` without every pass named in `names` (`--skip-pass`: bisecting a wrong answer or a
+// slow kernel to one pass). A name that is not in the list is a user error naming the passes.
+std::vector<pass> without_passes(std::vector<pass> passes, const std::vector<std::string>& names);
+
 } // namespace conflux

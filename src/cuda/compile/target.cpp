@@ -73,9 +73,12 @@ std::string choose_arch(const compile_options& options) {
 
 std::vector<pass> target_passes(const compile_options& options,
                                 std::function<void(const std::string&)> note) {
-    if (!options.fuse_attention) return target_independent_passes(options.precision);
-    return target_independent_passes(
-        options.precision, fuse_attention{.obstacle = attention_kernel_obstacle, .note = note});
+    if (!options.fuse_attention)
+        return without_passes(target_independent_passes(options.precision), options.skip_passes);
+    return without_passes(
+        target_independent_passes(
+            options.precision, fuse_attention{.obstacle = attention_kernel_obstacle, .note = note}),
+        options.skip_passes);
 }
 
 compiled_program compile(program p, const compile_options& options) {
