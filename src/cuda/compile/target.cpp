@@ -233,8 +233,8 @@ void compiled_program::print(std::ostream& os) const {
     };
     for (const kernel_step& s : l.steps) {
         const kernel_source& k = l.kernels[s.kernel];
-        os << "  " << k.entry << " <<<" << k.launch.grid[0] << "x" << k.launch.grid[1] << "x"
-           << k.launch.grid[2] << ", " << k.launch.block[0] << ">>>  " << s.origin;
+        os << "  " << k.entry << " <<<" << s.launch.grid[0] << "x" << s.launch.grid[1] << "x"
+           << s.launch.grid[2] << ", " << s.launch.block[0] << ">>>  " << s.origin;
         if (!s.gemm.empty()) os << "  [" << s.gemm << "]";
         os << "\n     ";
         for (std::size_t i = 0; i < s.args.size(); ++i) {

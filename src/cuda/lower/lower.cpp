@@ -87,6 +87,7 @@ public:
             }
         if (k.empty()) return; // nothing to compute: every output is empty
         kernel_step s;
+        s.launch = k.launch;
         s.kernel = intern(std::move(k));
         s.args = inputs;
         s.args.insert(s.args.end(), outputs.begin(), outputs.end());
@@ -103,14 +104,17 @@ public:
     std::size_t size() const { return out_.steps.size(); }
 
 private:
+    // Equal code is one kernel; its dynamic shared memory is set once when it is loaded, so a
+    // launch that needs another amount is another kernel.
     std::size_t intern(kernel_source k) {
-        auto [it, inserted] = interned_.emplace(k.code, out_.kernels.size());
+        auto [it, inserted] =
+            interned_.emplace(std::make_pair(k.code, k.launch.shared_bytes), out_.kernels.size());
         if (inserted) out_.kernels.push_back(std::move(k));
         return it->second;
     }
 
     lowered_program out_;
-    std::map<std::string, std::size_t> interned_;
+    std::map<std::pair<std::string, unsigned>, std::size_t> interned_;
 };
 
 // What lowering an anchor decided, for the trace and the step annotations.

@@ -224,8 +224,7 @@ executable::bindings executable::bind(const device_pointers& memory) const {
 void executable::launch_step(bindings& b, std::size_t i, cudaStream_t s) {
     const kernel_step& step = program_.steps[i];
     try {
-        launch(state_->kernels[step.kernel], program_.kernels[step.kernel].launch,
-               b.slots[i].data(), s);
+        launch(state_->kernels[step.kernel], step.launch, b.slots[i].data(), s);
     } catch (const internal_error& e) {
         throw internal_error(std::string(e.what()) + ", for " + step.origin);
     }

@@ -32,7 +32,10 @@ struct buffer {
 };
 
 struct kernel_step {
-    std::size_t kernel = 0;    // index into lowered_program::kernels
+    std::size_t kernel = 0; // index into lowered_program::kernels
+    // The step's own grid and block: steps of one kernel may launch it differently (a
+    // block-per-row reduction's text does not depend on its number of rows, only its grid does).
+    launch_dims launch;
     std::vector<operand> args; // inputs then outputs, as the kernel's parameters
     std::string origin;        // the instruction it came from, for error messages
     // For a gemm op's steps: how it was compiled, e.g. "fused 128x128x32_w2x2_s3_k1",
