@@ -360,6 +360,13 @@ TEST(CudaOps, ReductionsSoftmaxArg) {
                         op::reduce{kind, {2, 3}, kind != op::reduce_kind::sum, false}, {nchw})});
                 });
     }
+    // One kernel (equal code), two grids: each launch must cover its own rows.
+    check_case("two block-per-row means sharing a kernel", [](module& m) {
+        const op::reduce mean{op::reduce_kind::mean, {1}, true, false};
+        auto a = m.add_instruction(mean, {param(m, "a", dtype::f16, {96, 56})});
+        auto b = m.add_instruction(mean, {param(m, "b", dtype::f16, {144, 56})});
+        m.add_return({a, b});
+    });
     check_case("reduce_sum i64",
                unary(op::reduce{op::reduce_kind::sum, {1}, true, false}, dtype::i64, {4, 100}));
 }
