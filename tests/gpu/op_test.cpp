@@ -151,6 +151,29 @@ TEST(CudaOps, EveryElementwiseKindPerDtype) {
     }
 }
 
+// Pointwise kernels of 2^20 elements or more compute four elements per thread (the tail too).
+TEST(CudaOps, LargePointwiseKernels) {
+    using op::elementwise_kind;
+    for (dtype t : float_types) {
+        const std::string ts(to_string(t));
+        // Squeeze-and-excitation's scale of channels-last data, two outputs of one index space.
+        check_case("large x * s and x + s, channels-last " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {8, 56, 56, 67});
+            auto s = param(m, "s", t, {8, 1, 1, 67});
+            auto b = m.add_instruction(op::broadcast{{8, 56, 56, 67}}, {s});
+            auto e = m.add_instruction(op::make_elementwise(elementwise_kind::exp), {x});
+            m.add_return({m.add_instruction(op::make_elementwise(elementwise_kind::mul), {e, b}),
+                          m.add_instruction(op::make_elementwise(elementwise_kind::add), {x, b})});
+        });
+        check_case("large transposed add, odd length " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {1031, 1029});
+            auto y = param(m, "y", t, {1029, 1031});
+            auto ty = m.add_instruction(op::transpose{{1, 0}}, {y});
+            m.add_return({m.add_instruction(op::make_elementwise(elementwise_kind::add), {x, ty})});
+        });
+    }
+}
+
 TEST(CudaOps, LayoutCopiesAndDataMovement) {
     for (dtype t : {dtype::f32, dtype::f16, dtype::i64}) {
         const std::string ts(to_string(t));

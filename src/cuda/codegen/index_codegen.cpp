@@ -5,6 +5,7 @@
 // one-instruction module first.
 #include "conflux/ir/program.hpp"
 #include "conflux/ops/elementwise.hpp"
+#include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/codegen/index_kernel.hpp"
 #include "cuda/codegen/index_transpose.hpp"
@@ -53,19 +54,50 @@ void check_returns(const module& m, const std::vector<instruction_ref>& returns,
     }
 }
 
+// Elements per thread of a large 32-bit index kernel with one index space: thread t computes
+// elements t, t + T, t + 2T, t + 3T (T threads; each step's loads coalesced across the warp)
+// and stores them after all four values are computed, so its loads are in flight together.
+// Without that, a thread has one 2-byte load in flight and an f16 pointwise kernel reaches about
+// a fifth of the H200's bandwidth (the kernels take no __restrict__ pointers, so the compiler may
+// not move a later element's loads above an earlier element's store).
+constexpr std::size_t elements_per_thread = 4;
+constexpr std::size_t batched_from = std::size_t{1} << 20;
+
 // The kernel around a body that handles thread index `i` (< total): one element per thread
-// with 32-bit indices; a grid-stride loop with 64-bit ones, whose grids could exceed a grid
-// dimension.
+// with 32-bit indices (`per_thread` of them, see elements_per_thread, where the body stores
+// into cx_v<r>[cx_k] / cx_o<r>[cx_k]); a grid-stride loop with 64-bit ones, whose grids could
+// exceed a grid dimension.
 kernel_source assemble(const std::string& entry, const std::vector<shape>& inputs,
                        const std::vector<shape>& outputs, const std::string& globals,
-                       const std::string& index_type, const std::string& body, std::size_t total) {
+                       const std::string& index_type, const std::string& body, std::size_t total,
+                       std::size_t per_thread = 1) {
     const std::string n = std::to_string(total);
     const std::string block = std::to_string(index::block_threads);
     std::string code = std::string(index::kernel_prelude()) + globals +
                        (globals.empty() ? "" : "\n") +
                        index::kernel_signature(entry, inputs, outputs) + " {\n";
-    std::size_t blocks = (total + index::block_threads - 1) / index::block_threads;
-    if (index_type == "int") {
+    const std::size_t threads = (total + per_thread - 1) / per_thread;
+    std::size_t blocks = (threads + index::block_threads - 1) / index::block_threads;
+    if (index_type == "int" && per_thread > 1) {
+        const std::string k = std::to_string(per_thread), t = std::to_string(threads);
+        code += "    const unsigned thread = blockIdx.x * " + block + "u + threadIdx.x;\n" +
+                "    if (thread >= " + t + "u) return;\n";
+        for (std::size_t r = 0; r < outputs.size(); ++r)
+            code += "    " + storage_type(outputs[r].type()) + " cx_v" + std::to_string(r) + "[" +
+                    k + "];\n    int cx_o" + std::to_string(r) + "[" + k + "];\n";
+        code += "#pragma unroll\n    for (int cx_k = 0; cx_k < " + k + "; ++cx_k) {\n" +
+                "    const unsigned cx_e = thread + static_cast<unsigned>(cx_k) * " + t + "u;\n" +
+                "    if (cx_e >= " + n + "u) break;\n" +
+                "    const int i = static_cast<int>(cx_e);\n" + body + "    }\n" +
+                "#pragma unroll\n    for (int cx_k = 0; cx_k < " + k + "; ++cx_k) {\n" +
+                "        if (thread + static_cast<unsigned>(cx_k) * " + t + "u >= " + n +
+                "u) break;\n";
+        for (std::size_t r = 0; r < outputs.size(); ++r) {
+            const std::string rs = std::to_string(r);
+            code += "        out" + rs + "[cx_o" + rs + "[cx_k]] = cx_v" + rs + "[cx_k];\n";
+        }
+        code += "    }\n";
+    } else if (index_type == "int") {
         code += "    const unsigned thread = blockIdx.x * " + block + "u + threadIdx.x;\n" +
                 "    if (thread >= " + n + "u) return;\n" +
                 "    const int i = static_cast<int>(thread);\n" + body;
@@ -136,7 +168,11 @@ kernel_source generate_module_kernel(const module& m, const std::vector<shape>& 
 
     index::kernel_writer w(index::index_type_for(m, inputs, outputs));
     index::value_builder values(w, m, inputs, entry);
-    for (const auto& group : group_by_lens(outputs)) {
+    const auto groups = group_by_lens(outputs);
+    const std::size_t per_thread =
+        w.index_type() == "int" && groups.size() == 1 && total >= batched_from ? elements_per_thread
+                                                                               : 1;
+    for (const auto& group : groups) {
         const std::size_t n = product(group.lens);
         if (n == 0) continue;
         // A scope per group: values of one index space are not valid in another.
@@ -148,11 +184,18 @@ kernel_source generate_module_kernel(const module& m, const std::vector<shape>& 
                                                           : w.memory_order("i", lead);
         for (std::size_t r : group.returns) {
             const std::string v = values.value(returns[r], at);
-            w.line("out" + std::to_string(r) + "[" + w.offset(at, outputs[r]) + "] = " + v + ";");
+            const std::string rs = std::to_string(r);
+            if (per_thread > 1) {
+                w.line("cx_v" + rs + "[cx_k] = " + v + ";");
+                w.line("cx_o" + rs + "[cx_k] = " + w.offset(at, outputs[r]) + ";");
+            } else {
+                w.line("out" + rs + "[" + w.offset(at, outputs[r]) + "] = " + v + ";");
+            }
         }
         w.close();
     }
-    return assemble(entry, inputs, outputs, values.globals(), w.index_type(), w.body(), total);
+    return assemble(entry, inputs, outputs, values.globals(), w.index_type(), w.body(), total,
+                    per_thread);
 }
 
 void add_index_generators() {
