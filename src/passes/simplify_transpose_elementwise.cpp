@@ -10,17 +10,36 @@ namespace conflux::simplify_detail {
 //       @4 = relu(@3)
 // To:   @3 = transpose{P}(add(a, broadcast{L'}(@c')))    c' = c (rank-padded) transposed by P^-1
 //       @4 = relu(@3)        -> next sweep: transpose{P}(relu(add(...)))
-// Every input that is not a literal or a broadcast literal must be a transpose by the same P;
-// constant inputs are transposed the other way by folding.
+// Every input that is not a literal or a broadcast literal must be a transpose by the same P,
+// or a broadcast (of the same rank) of one: squeeze-and-excitation's x * s, whose per-channel
+// scale s comes from a convolution too and is broadcast over the image; without it the product
+// is written NCHW and the projection after it reads channels with the image's stride. Constant
+// inputs are transposed the other way by folding.
+namespace {
+
+const op::transpose* broadcast_transpose(instruction_ref in) {
+    if (in->get_operator().get_if<op::broadcast>() == nullptr) return nullptr;
+    auto* x = in->inputs()[0];
+    if (x->get_shape().rank() != in->get_shape().rank()) return nullptr;
+    return x->get_operator().get_if<op::transpose>();
+}
+
+} // namespace
+
 bool find_transpose_through_elementwise(module& m, instruction_ref ins) {
     if (!is_elementwise(ins)) return false;
     const std::vector<std::int64_t>* perm = nullptr;
+    bool direct = false; // at least one input is the transpose itself, not a broadcast of one
     for (auto* in : ins->inputs()) {
         if (literal_value(in) || broadcast_literal(in)) continue;
         const auto* t = in->get_operator().get_if<op::transpose>();
+        direct = direct || t != nullptr;
+        if (!t) t = broadcast_transpose(in);
         if (!t || (perm && *perm != t->permutation)) return false;
         perm = &t->permutation;
     }
+    // Only broadcasts of transposes: moving them buys nothing and the rewrite would loop.
+    if (!direct) return false;
     if (!perm) return false;
     const auto p = *perm; // keep a copy: the transposes may be replaced below
     const auto inv = invert(p);
@@ -43,6 +62,10 @@ bool find_transpose_through_elementwise(module& m, instruction_ref ins) {
             auto value = transpose_value(small.view(shape{small.get_shape().type(), padded}), inv);
             auto* lit = m.insert_instruction(ins, op::literal{std::move(value)}, {});
             inputs.push_back(m.insert_instruction(ins, op::broadcast{untransposed}, {lit}));
+        } else if (in->get_operator().get_if<op::transpose>() == nullptr) {
+            // broadcast{L}(transpose{P}(y)) = transpose{P}(broadcast{L by P^-1}(y))
+            inputs.push_back(m.insert_instruction(ins, op::broadcast{untransposed},
+                                                  {in->inputs()[0]->inputs()[0]}));
         } else {
             inputs.push_back(in->inputs()[0]);
         }

@@ -316,6 +316,33 @@ TEST(simplify, moves_transposes_through_elementwise_ops_until_they_cancel) {
     EXPECT_NE(text.find("broadcast{\"out_lens\":[2,3,4]}"), std::string::npos) << text;
 }
 
+TEST(simplify, moves_transposes_through_a_product_with_a_broadcast_of_a_transpose) {
+    // Squeeze-and-excitation after layout_nhwc: x * s with both from convolutions (NHWC data
+    // seen as NCHW), s [N,C,1,1] broadcast over the image; the projection reads the product NHWC.
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 5, 6, 3}));
+        auto s = m.add_parameter("s", f32({2, 1, 1, 3}));
+        auto tx = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {x}); // [2,3,5,6]
+        auto ts = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {s}); // [2,3,1,1]
+        auto bs = m.add_instruction(op::broadcast{{2, 3, 5, 6}}, {ts});
+        auto y = m.add_instruction(ew(mul), {tx, bs});
+        m.add_return({m.add_instruction(op::transpose{{0, 2, 3, 1}}, {y})});
+    };
+    auto p = test::transform_and_compare(build, run_simplify, 0);
+    EXPECT_EQ(count_named(p.main(), "transpose"), 0u) << p.to_string();
+    EXPECT_NE(p.to_string().find("broadcast{\"out_lens\":[2,5,6,3]}"), std::string::npos)
+        << p.to_string();
+    // Only broadcasts of transposes (no transposed input of its own): nothing moves.
+    auto only_broadcasts = [](module& m) {
+        auto s = m.add_parameter("s", f32({2, 1, 1, 3}));
+        auto z = m.add_parameter("z", f32({2, 3, 5, 6}));
+        auto ts = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {s});
+        auto bs = m.add_instruction(op::broadcast{{2, 3, 5, 6}}, {ts});
+        m.add_return({m.add_instruction(ew(relu), {bs}), m.add_instruction(ew(mul), {bs, z})});
+    };
+    EXPECT_EQ(transform_and_print(only_broadcasts, run_simplify), text_of(only_broadcasts));
+}
+
 TEST(simplify, moves_reshapes_after_elementwise_ops_with_scalar_constants) {
     // Hugging Face's head split: q = reshape(dot + bias) * scale; the scale joins the bias.
     auto build = [](module& m) {
