@@ -267,7 +267,12 @@ TEST(CudaRuntime, StatsCountTheF32AnchorsThatRunOnTf32TensorCores) {
 // Checked before the device is, so they hold on any machine.
 TEST(CudaRuntime, RunOnDeviceNamesTheTensorItCannotBind) {
     compiled_program c = compile_two_outputs();
-    alignas(16) float x[32] = {}, a[32] = {}, b[32] = {};
+    // One array with gaps between the tensors, so which ranges overlap does not depend on how
+    // the compiler lays out the stack.
+    alignas(16) float pool[192] = {};
+    float* const x = pool;
+    float* const a = pool + 64;
+    float* const b = pool + 128;
     auto error = [&](const std::map<std::string, const void*>& in,
                      const std::map<std::string, void*>& out) {
         return user_error_of([&] { c.run_on_device(in, out); });
