@@ -39,15 +39,16 @@ std::vector<pass> target_independent_passes(std::optional<dtype> precision,
 }
 
 std::vector<pass> without_passes(std::vector<pass> passes, const std::vector<std::string>& names) {
+    std::vector<std::string> known; // each name once, in pipeline order
+    for (const auto& p : passes)
+        if (std::find(known.begin(), known.end(), p.name()) == known.end())
+            known.push_back(p.name());
     for (const auto& name : names) {
-        const bool known = std::any_of(passes.begin(), passes.end(),
-                                       [&](const pass& p) { return p.name() == name; });
+        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
         std::string all;
-        for (const auto& p : passes)
-            if (all.find(p.name()) == std::string::npos)
-                all += (all.empty() ? "" : ", ") + p.name();
-        CONFLUX_USER_CHECK(known, "--skip-pass: no pass named '", name, "' (the passes are: ", all,
-                           ")");
+        for (const auto& k : known)
+            all += (all.empty() ? "" : ", ") + k;
+        throw_user_error("--skip-pass: no pass named '", name, "' (the passes are: ", all, ")");
     }
     std::erase_if(passes, [&](const pass& p) {
         return std::find(names.begin(), names.end(), p.name()) != names.end();

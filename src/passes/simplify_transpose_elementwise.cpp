@@ -40,7 +40,6 @@ bool find_transpose_through_elementwise(module& m, instruction_ref ins) {
     }
     // Only broadcasts of transposes: moving them buys nothing and the rewrite would loop.
     if (!direct) return false;
-    if (!perm) return false;
     const auto p = *perm; // keep a copy: the transposes may be replaced below
     const auto inv = invert(p);
     const dims& out = ins->get_shape().lens();

@@ -3,7 +3,7 @@
 #include "conflux/ops/reduce.hpp"
 
 #include <algorithm>
-#include <numeric>
+#include <optional>
 
 namespace conflux {
 

@@ -13,9 +13,8 @@ namespace conflux {
 
 // Simplify, NHWC layout, split reductions, fusion: what every target runs. The reference target
 // runs these under `--optimize` and interprets the result, which checks the passes on any
-// model. With
-// `precision` (f16 or bf16: --fp16 / --bf16) the f32 model is converted to it after the first
-// simplify (so batch norms fold in f32 first).
+// model. With `precision` (f16 or bf16: --fp16 / --bf16) the f32 model is converted to it after
+// the first simplify (so batch norms fold in f32 first).
 //
 // `attention`: when given, scaled-dot-product attention becomes one op where the pass's
 // `obstacle` allows (the reference target: everywhere, its op evaluates it exactly; the CUDA
