@@ -5,6 +5,7 @@
 #include "conflux/cuda/target.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
+#include "conflux/util/errors.hpp"
 
 #include <iostream>
 #include <memory>
@@ -18,6 +19,7 @@ struct compile_options {
     target_options target;
     bool print_passes = false;
     std::string print_after;
+    std::string dump_kernels;
 };
 
 int compile(const compile_options& options) {
@@ -53,6 +55,12 @@ int compile(const compile_options& options) {
         print_tuning_summary(options.target, compiled, std::cerr);
         print_compile_trace(options.target, compiled, std::cout);
         compiled.print(std::cout);
+        if (!options.dump_kernels.empty()) {
+            const auto sources = compiled.write_sources(options.dump_kernels);
+            compiled.write_cubins(options.dump_kernels);
+            std::cout << "wrote " << sources.size() << " kernels (.cu and .cubin) to "
+                      << options.dump_kernels << "\n";
+        }
         const auto& st = compiled.stats();
         std::cout << "compiled " << st.kernels << " kernels for " << st.arch << " in "
                   << st.compile_seconds << " s (" << st.cache_hits << " from the kernel cache)\n";
@@ -62,6 +70,8 @@ int compile(const compile_options& options) {
                      .print_passes = options.print_passes,
                      .print_after = options.print_after};
     run_passes(p.main(), passes, trace);
+    CONFLUX_USER_CHECK(options.dump_kernels.empty(),
+                       "--dump-kernels: the reference target has no kernels (use --target cuda)");
     if (options.print_after.empty()) std::cout << p.to_string();
     return 0;
 }
@@ -77,6 +87,10 @@ command add_compile_command(CLI::App& app) {
     sub->add_option("--print-after", options->print_after,
                     "Print the program after every run of this pass (instead of at the end)")
         ->type_name("PASS");
+    sub->add_option("--dump-kernels", options->dump_kernels,
+                    "Write each kernel's CUDA source (ENTRY.cu) and cubin (ENTRY.cubin) to DIR "
+                    "(the entry names are those the program listing shows)")
+        ->type_name("DIR");
     return {sub, [options] { return compile(*options); }};
 }
 

@@ -137,6 +137,9 @@ public:
     // Writes every distinct kernel's cubin to dir (created if missing) as ENTRY.cubin, for
     // cuobjdump/nvdisasm; returns the paths written, in kernel order.
     std::vector<std::filesystem::path> write_cubins(const std::filesystem::path& dir) const;
+    // Writes every distinct kernel's CUDA source to dir as ENTRY.cu (the translation unit NVRTC
+    // compiled; its includes are the embedded conflux/*.cuh headers), to read what a launch runs.
+    std::vector<std::filesystem::path> write_sources(const std::filesystem::path& dir) const;
 
     // The launch sequence and memory plan, one line per kernel launch.
     void print(std::ostream& os) const;

@@ -197,19 +197,41 @@ void compiled_program::run_on_device(const std::map<std::string, const void*>& i
     loaded(*impl_).run_on_device(memory, options);
 }
 
-std::vector<std::filesystem::path>
-compiled_program::write_cubins(const std::filesystem::path& dir) const {
+namespace {
+
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    CONFLUX_USER_CHECK(bool(out), "cannot write ", path.string());
+}
+
+void make_directory(const std::filesystem::path& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     CONFLUX_USER_CHECK(!ec, "cannot create directory ", dir.string(), ": ", ec.message());
+}
+
+} // namespace
+
+std::vector<std::filesystem::path>
+compiled_program::write_cubins(const std::filesystem::path& dir) const {
+    make_directory(dir);
     std::vector<std::filesystem::path> written;
     for (const compiled_kernel& k : impl_->binaries) {
-        const std::filesystem::path path = dir / (k.entry + ".cubin");
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out.write(k.cubin.data(), static_cast<std::streamsize>(k.cubin.size()));
-        out.close();
-        CONFLUX_USER_CHECK(bool(out), "cannot write ", path.string());
-        written.push_back(path);
+        written.push_back(dir / (k.entry + ".cubin"));
+        write_file(written.back(), std::string_view(k.cubin.data(), k.cubin.size()));
+    }
+    return written;
+}
+
+std::vector<std::filesystem::path>
+compiled_program::write_sources(const std::filesystem::path& dir) const {
+    make_directory(dir);
+    std::vector<std::filesystem::path> written;
+    for (const kernel_source& k : impl_->lowered.kernels) {
+        written.push_back(dir / (k.entry + ".cu"));
+        write_file(written.back(), k.code);
     }
     return written;
 }
