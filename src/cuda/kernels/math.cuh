@@ -335,7 +335,20 @@ template <class T> __device__ __forceinline__ T cx_softsign_t(T v) {
 }
 
 CX_THROUGH_DOUBLE_1(cx_reciprocal)
-CX_THROUGH_DOUBLE_1(cx_sigmoid)
+// f32 without a branch: the epilogues of SiLU networks call it on every element, and the two
+// branches above, each with an IEEE division's range check and slow path, diverged within a
+// warp (EfficientNet's expand convolutions ran at a third of their bias-only speed). exp(-x)
+// overflows to inf below x = -88.7 and the reciprocal of inf is 0, as the exact value rounds
+// to in f32 (up to subnormals); the approximate reciprocal's error is 1 ulp of a value >= 1.
+__device__ __forceinline__ float cx_sigmoid(float x) {
+    return __fdividef(1.0f, 1.0f + expf(-x));
+}
+__device__ __forceinline__ double cx_sigmoid(double x) {
+    return cx_sigmoid_t(x);
+}
+__device__ __forceinline__ long long cx_sigmoid(long long x) {
+    return cx_cast<long long>(cx_sigmoid_t(static_cast<double>(x)));
+}
 CX_THROUGH_DOUBLE_2(cx_elu)
 CX_THROUGH_DOUBLE_3(cx_selu)
 CX_THROUGH_DOUBLE_2(cx_celu)
