@@ -9,6 +9,7 @@
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -144,14 +145,18 @@ struct row_layout {
 
     // A loop over this thread's elements of the row; in `body`, `v` is the element (converted to
     // `value_type`) and `j` its position in the row.
+    // unroll > 1: asks for that many iterations unrolled, so that a thread has as many loads in
+    // flight (a thread-per-row reduction has no other parallelism within its row).
     std::string element_loop(const std::string& value_type, const std::string& body,
-                             const std::string& indent) const {
+                             const std::string& indent, unsigned unroll = 1) const {
         if (row_length() == 0) return "";
         std::vector<std::string> row_names;
         for (auto a : row_axes)
             row_names.push_back(names[a]);
         const std::string inner = indent + "    ";
-        return indent + "for (cx_index j = first; j < " + text::integer_literal(row_length()) +
+        const std::string pragma =
+            unroll > 1 ? indent + "#pragma unroll " + std::to_string(unroll) + "\n" : "";
+        return pragma + indent + "for (cx_index j = first; j < " + text::integer_literal(row_length()) +
                "; j += step) {\n" + text::decompose("j", lens_of(row_axes), row_names, inner) +
                inner + "const " + value_type + " v = static_cast<" + value_type +
                ">(cx_load(in0 + x_row + " + input_offset(row_axes) + "));\n" + body + indent +
@@ -165,6 +170,14 @@ row_layout make_layout(const shape& input, const std::vector<bool>& reduced) {
     l.names = text::names("a", input.rank());
     for (std::size_t i = 0; i < input.rank(); ++i)
         (reduced[i] ? l.row_axes : l.outer_axes).push_back(i);
+    // Rows are numbered in the input's memory order (the outer axis of smallest stride
+    // fastest), so that the threads of a thread-per-row kernel, one row each, read neighbouring
+    // elements: squeeze-and-excitation's spatial mean of channels-last data numbered its rows
+    // (image, channel, row) and a warp's loads were the image row's stride apart (~400 GB/s on
+    // the H200).
+    std::stable_sort(l.outer_axes.begin(), l.outer_axes.end(), [&](std::size_t a, std::size_t b) {
+        return input.strides()[a] > input.strides()[b];
+    });
     return l;
 }
 
@@ -235,7 +248,8 @@ kernel_source generate_reduce(const kernel_request& r) {
         const reduce_recipe rec = recipe_for(op->kind, x.type(), layout.row_length());
         body += in + rec.accumulator + " acc = " + rec.identity + ";\n";
         body += layout.element_loop(rec.accumulator,
-                                    in2 + "acc = " + rec.op + "(acc, " + rec.map + ");\n", in);
+                                    in2 + "acc = " + rec.op + "(acc, " + rec.map + ");\n", in,
+                                    mapping.thread_per_row ? 8 : 1);
         body += in + "acc = " + mapping.combine("acc", rec.op) + ";\n";
         body += in + "if (first == 0) cx_store(out0 + y_offset, " + rec.finish + ");\n";
     }
