@@ -100,6 +100,34 @@ TEST_F(tool, cuda_compile_needs_no_gpu_and_prints_kernels_and_the_memory_plan) {
     EXPECT_EQ(second.out.find("(0 from the kernel cache)"), std::string::npos) << second.out;
 }
 
+// Every launch's kernel, by the entry name the listing shows, as source and as cubin (an ELF
+// file); the reference target has no kernels to write.
+TEST_F(tool, dump_kernels_writes_the_source_and_cubin_of_every_listed_kernel) {
+    const std::string cache = "--kernel-cache '" + (dir_ / "kernels").string() + "'";
+    const fs::path out = dir_ / "dump";
+    auto r = run("compile " + example() + " --target cuda --arch sm_90 --tune none " + cache +
+                 " --dump-kernels '" + out.string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::size_t listed = 0;
+    for (std::size_t at = r.out.find("  cx_"); at != std::string::npos;
+         at = r.out.find("  cx_", at + 1)) {
+        const std::string entry = r.out.substr(at + 2, r.out.find(' ', at + 2) - at - 2);
+        ++listed;
+        const std::string source = slurp(out / (entry + ".cu"));
+        const std::size_t def = source.find("extern \"C\" __global__ void ");
+        EXPECT_NE(def, std::string::npos) << entry;
+        EXPECT_NE(source.find(entry + "(", def), std::string::npos) << entry;
+        EXPECT_EQ(slurp(out / (entry + ".cubin")).substr(0, 4), "\x7f"
+                                                                "ELF")
+            << entry;
+    }
+    EXPECT_GT(listed, 0u) << r.out;
+    EXPECT_NE(r.out.find("(.cu and .cubin) to"), std::string::npos) << r.out;
+    auto ref = run("compile " + example() + " --target ref --dump-kernels '" + out.string() + "'");
+    EXPECT_EQ(ref.exit_code, 2) << ref.out;
+    EXPECT_NE(ref.err.find("--dump-kernels"), std::string::npos) << ref.err;
+}
+
 TEST_F(tool, problem_keys_are_the_same_in_every_process) {
     auto key_of = [&] {
         auto r = run("compile " + example() + " --target cuda --trace-compile --tune none " +

@@ -156,11 +156,11 @@ struct row_layout {
         const std::string inner = indent + "    ";
         const std::string pragma =
             unroll > 1 ? indent + "#pragma unroll " + std::to_string(unroll) + "\n" : "";
-        return pragma + indent + "for (cx_index j = first; j < " + text::integer_literal(row_length()) +
-               "; j += step) {\n" + text::decompose("j", lens_of(row_axes), row_names, inner) +
-               inner + "const " + value_type + " v = static_cast<" + value_type +
-               ">(cx_load(in0 + x_row + " + input_offset(row_axes) + "));\n" + body + indent +
-               "}\n";
+        return pragma + indent + "for (cx_index j = first; j < " +
+               text::integer_literal(row_length()) + "; j += step) {\n" +
+               text::decompose("j", lens_of(row_axes), row_names, inner) + inner + "const " +
+               value_type + " v = static_cast<" + value_type + ">(cx_load(in0 + x_row + " +
+               input_offset(row_axes) + "));\n" + body + indent + "}\n";
     }
 };
 
