@@ -149,6 +149,18 @@ TEST(CudaReduceCodegen, ManyOutputsAdjacentInMemoryGetOneThreadEach) {
     EXPECT_EQ(few.launch.grid[0], 100u);
 }
 
+// Squeeze-and-excitation's spatial mean of a channels-last [N, C, H, W] tensor over W: a thread
+// per (n, c, h). The threads are numbered in memory order, channel fastest, so a warp reads 32
+// neighbouring channels; numbered (n, c, h), neighbouring threads were a row of the image apart.
+TEST(CudaReduceCodegen, ThreadPerRowNumbersRowsInMemoryOrder) {
+    const operation op = reduce_op(op::reduce_kind::mean, {3}, true);
+    const auto k = compile(op, {transposed_shape(dtype::f16, {32, 32, 112, 112}, {0, 2, 3, 1})});
+    ASSERT_EQ(k.launch.grid[0], 32u * 32 * 112 / 256) << k.code; // a thread per row
+    // The channel (axis 1) is the fastest part of the row index.
+    EXPECT_NE(k.code.find("const cx_index a1 = (row) % 32;"), std::string::npos) << k.code;
+    EXPECT_NE(k.code.find("#pragma unroll 8"), std::string::npos) << k.code;
+}
+
 TEST(CudaReduceCodegen, AnyInputAndOutputStrides) {
     const operation op = reduce_op(op::reduce_kind::mean, {1}, true);
     // Transposed, broadcast (stride 0) and sliced inputs; a transposed output.
