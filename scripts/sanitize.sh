@@ -39,7 +39,8 @@ seconds_since() { echo $(($(date +%s) - $1)); }
 
 do_build() {
   local start=$(date +%s)
-  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCONFLUX_FUZZ=ON
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCONFLUX_FUZZ=ON \
+    -DCMAKE_UNITY_BUILD=ON
   # What the tests and fuzzing below run; not the GPU tests (no device in CI) nor the benchmarks.
   cmake --build "$build" -j "$jobs" --target conflux_tool unit_tests property_tests \
     onnx_conformance conformance_compare_test npy_compare \

@@ -1,6 +1,7 @@
 #include "conflux/ops/elementwise.hpp"
 
 #include "conflux/util/parallel_for.hpp"
+#include "ops/op_helpers.hpp"
 #include "ops/strided_loop.hpp"
 #include "ops/wrapping_arithmetic.hpp"
 
@@ -276,13 +277,6 @@ template <class C> C round_half_even(C x) {
         if (d > C(0.5)) return f + 1;
         return std::fmod(f, C(2)) == 0 ? f : f + 1;
     }
-}
-
-template <class C> bool is_nan(C x) {
-    if constexpr (std::is_integral_v<C>)
-        return false;
-    else
-        return std::isnan(x);
 }
 
 template <class C>

@@ -120,8 +120,8 @@ shape layer_norm::compute_shape(const std::vector<shape>& in) const {
             fits = p.lens()[d] == want || p.lens()[d] == 1;
         }
         CONFLUX_USER_CHECK(fits, op, ": ", names[i - 1], " ", to_string(p),
-                           " does not broadcast to the normalised lens [", to_string(normalised),
-                           "] of ", to_string(x));
+                           " does not broadcast to the normalised lens [",
+                           conflux::to_string(normalised), "] of ", to_string(x));
     }
     return x.as_standard();
 }

@@ -5,10 +5,21 @@
 #include "conflux/ir/shape.hpp"
 #include "conflux/util/errors.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace conflux::op {
+
+// NaN test of a value of any element type (integers are never NaN): max/min and pooling let a
+// NaN win, as ONNX's reference does.
+template <class T> bool is_nan(T v) {
+    if constexpr (std::is_floating_point_v<T>)
+        return std::isnan(v);
+    else
+        return false;
+}
 
 // Product of lens[begin, end).
 inline std::size_t product(const dims& lens, std::size_t begin, std::size_t end) {

@@ -3,6 +3,7 @@
 #include "channels_last.hpp"
 #include "conflux/util/checked_size.hpp"
 #include "conflux/util/parallel_for.hpp"
+#include "ops/op_helpers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -88,13 +89,6 @@ std::vector<axis_window> axis_windows(std::size_t in_len, std::size_t out_len, s
         if (w.first >= w.last) w.first = w.last = 0;
     }
     return ws;
-}
-
-template <class T> bool is_nan(T v) {
-    if constexpr (std::is_floating_point_v<T>)
-        return std::isnan(v);
-    else
-        return false;
 }
 
 } // namespace
