@@ -34,10 +34,18 @@ std::vector<shape> operands(dtype t, dims batch, std::size_t sq, std::size_t sk,
     return in;
 }
 
-kernel_source generate(const std::vector<shape>& in, bool zero_nan = false) {
+kernel_source generate(const std::vector<shape>& in, bool zero_nan = false,
+                       const std::string& config = "") {
     const operation op = op::attention{0.125f, zero_nan};
     const shape out = op.compute_shape(in);
-    return generate_kernel({&op, in, {out}, {}, "cx_attention_test"});
+    return generate_kernel({&op, in, {out}, {}, "cx_attention_test", config});
+}
+
+std::size_t rows_of(const shape& q) {
+    return q.lens()[q.rank() - 2];
+}
+std::size_t cols_of(const shape& q) {
+    return q.lens()[q.rank() - 1];
 }
 
 TEST(CudaAttentionKernel, SaysWhatItCannotTake) {
@@ -64,7 +72,9 @@ TEST(CudaAttentionKernel, CompilesWithNvrtcAcrossShapes) {
         SCOPED_TRACE(to_string(in[0]) + " x " + to_string(in[1]));
         for (bool zero_nan : {false, true}) {
             const kernel_source k = generate(in, zero_nan);
-            EXPECT_EQ(k.launch.block[0], in[0].lens()[in[0].rank() - 2] >= 512 ? 256u : 128u);
+            const attention_config c = choose_attention_config(rows_of(in[0]), cols_of(in[1]),
+                                                               cols_of(in[0]), cols_of(in[2]));
+            EXPECT_EQ(k.launch.block[0], unsigned(c.warps) * 32u);
             EXPECT_GT(k.launch.shared_bytes, 0u);
             try {
                 nvrtc_compile(k, "sm_90");
@@ -74,6 +84,78 @@ TEST(CudaAttentionKernel, CompilesWithNvrtcAcrossShapes) {
             }
         }
     }
+}
+
+TEST(CudaAttentionKernel, HeuristicPicksARunnableConfigAndNoPaddingBlocksForFewQueries) {
+    for (std::size_t d = 1; d <= 128; d += 7)
+        for (std::size_t dv : {std::size_t(1), std::size_t(40), std::size_t(128), d})
+            for (std::size_t sq : {1, 64, 65, 197, 1500, 4096}) {
+                const attention_config c = choose_attention_config(sq, 77, d, dv);
+                EXPECT_EQ(attention_config_obstacle(c, d, dv), "")
+                    << c.name() << " for d " << d << " dv " << dv;
+                if (sq <= 64) {
+                    EXPECT_LE(std::size_t(c.rows()), std::size_t(64)) << c.name();
+                }
+            }
+    // The launch covers every query row with the chosen config's blocks.
+    const auto in = operands(dtype::f16, {2, 12}, 197, 197, 64, 64, false);
+    const kernel_source k = generate(in, false);
+    const attention_config c = choose_attention_config(197, 197, 64, 64);
+    EXPECT_EQ(k.launch.grid[1], unsigned((197 + c.rows() - 1) / c.rows()));
+    EXPECT_NE(k.code.find("// attention config " + c.name()), std::string::npos);
+}
+
+TEST(CudaAttentionKernel, ConfigNamesRoundTripAndBadOnesAreUserErrors) {
+    const auto all = attention_configs();
+    ASSERT_FALSE(all.empty());
+    for (const attention_config& c : all) {
+        const auto parsed = parse_attention_config(c.name());
+        ASSERT_TRUE(parsed.has_value()) << c.name();
+        EXPECT_EQ(*parsed, c);
+        EXPECT_EQ(c.rows(), c.warps * 16 * c.row_tiles);
+    }
+    EXPECT_FALSE(parse_attention_config("w3_m1_n64").has_value());
+    EXPECT_FALSE(parse_attention_config("128x128x32_w2x2_s3_k1").has_value());
+    EXPECT_THROW(generate(operands(dtype::f16, {1, 2}, 40, 40, 64, 64, false), false, "w4"),
+                 user_error);
+    // Two row tiles of 128 keys with d64: 128 score, 64 accumulator and 32 q registers.
+    const std::string why = attention_config_obstacle({4, 2, 128}, 64, 64);
+    EXPECT_NE(why.find("spill"), std::string::npos) << why;
+    EXPECT_EQ(attention_config_obstacle({4, 1, 64}, 64, 64), "");
+    const std::string big = attention_config_obstacle({8, 2, 128}, 128, 128);
+    EXPECT_NE(big.find("shared memory"), std::string::npos) << big;
+}
+
+// Every config the kernel has, forced, compiles with NVRTC for sm_90 on the shapes it can run
+// (and launches its own block); a config that cannot run a shape leaves the heuristic's in
+// place and says so in the source. The GPU op tests run the same configs against the reference.
+TEST(CudaAttentionKernel, EveryConfigCompilesOrSaysWhyNot) {
+    const std::vector<std::vector<shape>> cases{
+        operands(dtype::f16, {2, 12}, 197, 197, 64, 64, false),
+        operands(dtype::bf16, {1, 4}, 600, 700, 128, 128, true),
+        operands(dtype::f16, {2, 3}, 33, 45, 72, 40, true),
+    };
+    std::size_t compiled = 0;
+    for (const auto& in : cases)
+        for (const attention_config& c : attention_configs()) {
+            SCOPED_TRACE(to_string(in[0]) + " " + c.name());
+            const kernel_source k = generate(in, false, c.name());
+            const std::string why = attention_config_obstacle(c, cols_of(in[0]), cols_of(in[2]));
+            if (!why.empty()) {
+                EXPECT_NE(k.code.find("cannot run here (" + why + ")"), std::string::npos);
+                continue;
+            }
+            EXPECT_NE(k.code.find("// attention config " + c.name()), std::string::npos);
+            EXPECT_EQ(k.launch.block[0], unsigned(c.warps) * 32u);
+            EXPECT_EQ(k.launch.grid[1], unsigned((rows_of(in[0]) + c.rows() - 1) / c.rows()));
+            try {
+                nvrtc_compile(k, "sm_90");
+                ++compiled;
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << e.what();
+            }
+        }
+    EXPECT_GE(compiled, 2 * cases.size());
 }
 
 // Through the whole CUDA target (no GPU needed to compile): the op lowers to its one kernel.

@@ -175,6 +175,17 @@ TEST_F(tool, a_perf_config_that_does_not_parse_is_a_user_error) {
         << r.err;
 }
 
+TEST_F(tool, an_attention_config_that_does_not_parse_is_a_user_error) {
+    // The example has no attention: the name is checked all the same.
+    auto r = run("compile " + example() + " --target cuda --attention-config w3_m9_n1");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--attention-config 'w3_m9_n1' is not an attention config"),
+              std::string::npos)
+        << r.err;
+    auto good = run("compile " + example() + " --target cuda --attention-config w8_m2_n64");
+    EXPECT_EQ(good.exit_code, 0) << good.err;
+}
+
 TEST_F(tool, an_unknown_arch_is_a_user_error) {
     auto r = run("compile " + example() + " --target cuda --arch sm_1");
     EXPECT_EQ(r.exit_code, 2);

@@ -102,6 +102,11 @@ void add_target_options(CLI::App& command, target_options& options) {
                     "128x128x32_w2x2_s3_k1 (the others use the heuristic; --trace-compile says "
                     "which)")
         ->type_name("CONFIG");
+    command
+        .add_option("--attention-config", options.attention_config,
+                    "Use this config for every fused attention kernel that can run it, e.g. "
+                    "w4_m2_n64 (the others use the heuristic; --dump-kernels shows which)")
+        ->type_name("CONFIG");
     command.add_flag("--exact-fp32", options.exact_fp32,
                      "f32 convolutions and matrix products in exact fp32 instead of TF32 "
                      "tensor cores");
@@ -148,6 +153,7 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
     c.arch = options.arch;
     c.use_kernel_cache = !options.no_kernel_cache;
     c.perf_config = options.perf_config;
+    c.attention_config = options.attention_config;
     c.exact_fp32 = options.exact_fp32;
     c.skip_passes = options.skip_passes;
     if (!options.kernel_cache.empty()) c.kernel_cache_dir = options.kernel_cache;

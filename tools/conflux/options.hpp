@@ -43,6 +43,7 @@ struct target_options {
     std::string kernel_cache;
     bool no_kernel_cache = false;
     std::string perf_config;
+    std::string attention_config;
     bool trace_compile = false;
     bool exact_fp32 = false;
     bool fp16 = false, bf16 = false;

@@ -34,6 +34,10 @@ struct compile_options {
     // Force this perf config on every gemm problem it is valid for (others use the heuristic,
     // and the trace says so); a string that is not a perf config is a user error.
     std::string perf_config;
+    // Force this attention kernel config ("w4_m2_n64", attention_kernel.hpp) on every attention
+    // op it can run (others use the heuristic; the kernel's source says why); not a config: a
+    // user error.
+    std::string attention_config;
     // f32 convolutions and matrix products in exact fp32 (FMA) instead of TF32 tensor cores.
     bool exact_fp32 = false;
     // Run an f32 model in f16 or bf16 (reduced_precision pass); inputs and outputs stay f32.

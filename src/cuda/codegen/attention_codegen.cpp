@@ -1,7 +1,7 @@
 // The attention op's kernel (src/cuda/kernels/attention.cuh does the work): the shape struct
-// with every len and stride, the batch entry's element 0 of each operand, the launch (one block
-// per batch entry and 64 query rows, four warps; 128 rows and eight warps for long sequences,
-// whose key tiles are then read half as often). An out_perm only changes the output's strides.
+// with every len and stride, the batch entry's element 0 of each operand, the config (forced, or
+// the heuristic's), the launch (one block per batch entry and config.rows() query rows). An
+// out_perm only changes the output's strides.
 #include "conflux/ops/attention.hpp"
 #include "conflux/util/errors.hpp"
 #include "cuda/codegen/attention_kernel.hpp"
@@ -15,11 +15,14 @@ namespace conflux::cuda {
 
 namespace {
 
-constexpr std::size_t block_rows = 64, block_keys = 64, max_head_dim = 128;
-
-std::size_t rows_per_block(std::size_t sq) {
-    return sq >= 512 ? 2 * block_rows : block_rows;
-}
+constexpr std::size_t max_head_dim = 128;
+// The smallest block of any config: what the grid-size check counts with.
+constexpr std::size_t smallest_block_rows = 64;
+// Shared memory a block may opt in to on sm_80 (163 KB; sm_90 allows 227 KB).
+constexpr std::size_t max_shared_bytes = 163 * 1024;
+// Scores, output accumulators and register-resident q fragments per thread beyond which the
+// kernel would spill (255 registers, the rest for addresses and the softmax state).
+constexpr std::size_t max_fragment_registers = 200;
 
 std::size_t round16(std::size_t n) {
     return (n + 15) / 16 * 16;
@@ -42,8 +45,25 @@ std::string batch_offset(const std::string& name, const shape& s, std::size_t ba
 }
 
 // The q tile and two buffers each of key and value rows (attention.cuh).
-std::size_t shared_bytes_for(std::size_t rows, std::size_t dp, std::size_t dvp) {
-    return (rows * (dp + 8) + 2 * block_keys * (dp + 8) + 2 * block_keys * (dvp + 8)) * 2;
+std::size_t shared_bytes_for(const attention_config& c, std::size_t dp, std::size_t dvp) {
+    const std::size_t rows = std::size_t(c.rows()), keys = std::size_t(c.key_tile);
+    return (rows * (dp + 8) + 2 * keys * (dp + 8) + 2 * keys * (dvp + 8)) * 2;
+}
+
+// The forced config where it can run these head dims, else the heuristic's; `note` says why a
+// forced one was not taken.
+attention_config config_for(const std::string& forced, std::size_t sq, std::size_t sk,
+                            std::size_t d, std::size_t dv, std::string& note) {
+    if (!forced.empty()) {
+        auto c = parse_attention_config(forced);
+        CONFLUX_USER_CHECK(c.has_value(), "attention config '", forced,
+                           "' is not one (expected e.g. w4_m2_n64)");
+        const std::string why = attention_config_obstacle(*c, d, dv);
+        if (why.empty()) return *c;
+        note = "// attention config " + forced + " cannot run here (" + why +
+               "); the heuristic's instead\n";
+    }
+    return choose_attention_config(sq, sk, d, dv);
 }
 
 kernel_source generate_attention(const kernel_request& r) {
@@ -74,8 +94,14 @@ kernel_source generate_attention(const kernel_request& r) {
     auto member = [&](const std::string& type, const std::string& name, const std::string& value) {
         s += "    static constexpr " + type + " " + name + " = " + value + ";\n";
     };
-    const std::size_t br_rows = rows_per_block(sq), threads = br_rows / 16 * 32;
-    member("int", "BR", std::to_string(br_rows));
+    std::string note;
+    const attention_config config = config_for(r.config, sq, sk, d, dv, note);
+    const std::size_t br_rows = std::size_t(config.rows()),
+                      threads = std::size_t(config.warps) * 32;
+    s = "// attention config " + config.name() + "\n" + note + s;
+    member("int", "WARPS", std::to_string(config.warps));
+    member("int", "MT", std::to_string(config.row_tiles));
+    member("int", "BC", std::to_string(config.key_tile));
     member("int", "SQ", std::to_string(sq));
     member("int", "SK", std::to_string(sk));
     member("int", "D", std::to_string(d));
@@ -117,7 +143,7 @@ kernel_source generate_attention(const kernel_request& r) {
     k.code = s;
     k.launch.grid = {unsigned(batches), unsigned((sq + br_rows - 1) / br_rows), 1};
     k.launch.block = {unsigned(threads), 1, 1};
-    k.launch.shared_bytes = unsigned(shared_bytes_for(br_rows, round16(d), round16(dv)));
+    k.launch.shared_bytes = unsigned(shared_bytes_for(config, round16(d), round16(dv)));
     return k;
 }
 
@@ -137,9 +163,60 @@ std::string attention_kernel_obstacle(const std::vector<shape>& inputs) {
     std::size_t batches = 1;
     for (std::size_t i = 0; i < br; ++i)
         batches *= q.lens()[i];
-    if (batches > 0x7fffffffu || (q.lens()[br] + block_rows - 1) / block_rows > 65535)
+    if (batches > 0x7fffffffu ||
+        (q.lens()[br] + smallest_block_rows - 1) / smallest_block_rows > 65535)
         return "the grid would exceed the device's limits";
     return "";
+}
+
+std::string attention_config::name() const {
+    return "w" + std::to_string(warps) + "_m" + std::to_string(row_tiles) + "_n" +
+           std::to_string(key_tile);
+}
+
+std::vector<attention_config> attention_configs() {
+    std::vector<attention_config> all;
+    for (int warps : {4, 8})
+        for (int row_tiles : {1, 2})
+            for (int key_tile : {64, 128})
+                all.push_back({warps, row_tiles, key_tile});
+    return all;
+}
+
+std::optional<attention_config> parse_attention_config(const std::string& name) {
+    for (const attention_config& c : attention_configs())
+        if (c.name() == name) return c;
+    return std::nullopt;
+}
+
+std::string attention_config_obstacle(const attention_config& c, std::size_t d, std::size_t dv) {
+    const std::size_t dp = round16(d), dvp = round16(dv), mt = std::size_t(c.row_tiles);
+    const std::size_t shared = shared_bytes_for(c, dp, dvp);
+    if (shared > max_shared_bytes)
+        return std::to_string(shared) + " bytes of shared memory (at most " +
+               std::to_string(max_shared_bytes) + ")";
+    // As attention.cuh keeps them: scores and accumulators of MT row tiles, q's fragments when
+    // MT * D / 16 <= 8.
+    const std::size_t q_regs = mt * dp / 16 <= 8 ? mt * dp / 16 * 4 : 0;
+    const std::size_t regs = mt * std::size_t(c.key_tile) / 2 + mt * dvp / 2 + q_regs;
+    if (regs > max_fragment_registers)
+        return std::to_string(regs) + " fragment registers per thread would spill (at most " +
+               std::to_string(max_fragment_registers) + ")";
+    return "";
+}
+
+// Measured on the H200 (bench/results/2026-12-04c_attention.json, every config on sequences
+// 197, 1,500 and 4,096, head dims 64 and 128): two row tiles per warp with 64-key tiles won on
+// every shape; 8 warps (256 rows a block, each key tile shared by twice the rows) only on the
+// 4,096 sequences, 4 elsewhere. A query count of at most 64 keeps one row tile, so that a
+// short sequence (decoding, cross-attention of a few queries) does not compute padding rows.
+attention_config choose_attention_config(std::size_t sq, std::size_t sk, std::size_t d,
+                                         std::size_t dv) {
+    (void)sk;
+    if (sq <= 64) return attention_config{4, 1, 64};
+    const attention_config wide{sq >= 2048 ? 8 : 4, 2, 64};
+    if (attention_config_obstacle(wide, d, dv).empty()) return wide;
+    return attention_config{4, 1, 64};
 }
 
 void add_attention_generators() {

@@ -1,10 +1,11 @@
 // What the attention op's fused kernel (attention_codegen.cpp, kernels/attention.cuh) takes:
 // f16 or bf16 q, kt, v (and a bias of any float type), head dims up to 128, any sequence
-// lengths and strides.
+// lengths and strides; and its configs (warps per block, 16-row tiles per warp, keys per tile).
 #pragma once
 
 #include "conflux/ir/shape.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,5 +13,26 @@ namespace conflux::cuda {
 
 // Why the kernel cannot run an attention op with these input shapes; empty when it can.
 std::string attention_kernel_obstacle(const std::vector<shape>& inputs);
+
+// A block of `warps` warps, each owning `row_tiles` tiles of 16 query rows, streaming keys and
+// values `key_tile` at a time. Named "w4_m2_n64".
+struct attention_config {
+    int warps = 4;
+    int row_tiles = 1;
+    int key_tile = 64;
+    int rows() const { return warps * 16 * row_tiles; }
+    std::string name() const;
+    bool operator==(const attention_config&) const = default;
+};
+
+// Every config the kernel is written for (the every-config harness runs them all).
+std::vector<attention_config> attention_configs();
+std::optional<attention_config> parse_attention_config(const std::string& name);
+// Why `c` cannot run head dims d and dv (its shared memory, or its registers would spill);
+// empty when it can.
+std::string attention_config_obstacle(const attention_config& c, std::size_t d, std::size_t dv);
+// The config for these lengths when none is forced.
+attention_config choose_attention_config(std::size_t sq, std::size_t sk, std::size_t d,
+                                         std::size_t dv);
 
 } // namespace conflux::cuda

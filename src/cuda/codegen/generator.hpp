@@ -20,6 +20,9 @@ struct kernel_request {
     std::vector<shape> outputs;         // where results go (any strides; >1 for tuple results)
     std::vector<const module*> modules; // the op's submodules (pointwise, fused_gemm parts)
     std::string entry;                  // the kernel's name, unique within a program
+    // A config the kernel family must use when it can (the attention kernel's); empty: its
+    // heuristic.
+    std::string config;
 };
 
 using generator_fn = std::function<kernel_source(const kernel_request&)>;

@@ -87,11 +87,18 @@ compiled_program compile(program p, const compile_options& options) {
     result.impl_ = std::make_unique<compiled_program::impl>();
     auto& d = *result.impl_;
     d.stats.arch = choose_arch(options);
+    // Checked here, not when an attention kernel is generated: a model without attention would
+    // otherwise accept any string.
+    CONFLUX_USER_CHECK(options.attention_config.empty() ||
+                           parse_attention_config(options.attention_config).has_value(),
+                       "--attention-config '", options.attention_config,
+                       "' is not an attention config (expected e.g. w4_m2_n64)");
     std::vector<std::string> pass_notes;
     run_passes(p.main(),
                target_passes(options, [&](const std::string& n) { pass_notes.push_back(n); }));
     lowering_options lopts;
     lopts.perf_config = options.perf_config;
+    lopts.attention_config = options.attention_config;
     lopts.exact_fp32 = options.exact_fp32;
     lopts.limits.wgmma = arch_has_wgmma(d.stats.arch);
     if (available_devices() > 0) {

@@ -3,9 +3,11 @@
 // "Kernel families"). Included by the kernels attention_codegen writes; they define the shape
 // struct CFG (lens, strides, scale, flags, rows per block) and call cx_attention.
 //
-// BR / 16 warps, each owning 16 query rows (more rows per block share each key tile among more
-// warps: less traffic for long sequences). The block's q tile is read once into shared memory
-// and each warp keeps its rows as mma A fragments in registers; then for every tile of 64 keys:
+// The config (attention_config in attention_kernel.hpp) sets WARPS, MT and BC: each warp owns
+// MT tiles of 16 query rows, so each key and value fragment a warp loads from shared memory
+// feeds MT mma; a block has WARPS * 16 * MT rows (more rows per block share each key tile among
+// more warps: less traffic for long sequences). The block's q tile is read once into shared
+// memory; then for every tile of BC keys:
 //   - the block's copy of the key rows (kt's columns) and value rows into shared memory was
 //     started (cp.async) while the previous tile was computed, into the other of two buffers;
 //   - S = q . k^T on mma.sync m16n8k16 (f16 or bf16 in, f32 accumulators), k fragments by
@@ -96,13 +98,19 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long 
 // CFG: SQ, SK, D, DV (lens), DP, DVP (D and DV rounded up to 16), the element strides
 // Q_ROW, Q_COL (q[i][d]), K_ROW, K_COL (key j's element d, i.e. kt[d][j] = kt + d * K_COL +
 // j * K_ROW), V_ROW, V_COL, B_ROW, B_COL (bias[i][j]), O_ROW, O_COL, SCALE, HAS_BIAS,
-// ZERO_NAN_ROWS. q, kt, v, bias, out point at this batch entry's element 0.
+// ZERO_NAN_ROWS, and the config: WARPS, MT (16-row tiles per warp), BC (keys per tile).
+// q, kt, v, bias, out point at this batch entry's element 0.
 template <class CFG, class T, class TB, class TO>
 __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* __restrict__ kt,
                                              const T* __restrict__ v, const TB* __restrict__ bias,
                                              TO* __restrict__ out, T* smem) {
     using namespace cx_attention_detail;
-    constexpr int BR = CFG::BR, BC = 64;
+    constexpr int MT = CFG::MT, BC = CFG::BC, BR = CFG::WARPS * 16 * MT;
+    constexpr int KD = CFG::DP / 16, NV = CFG::DVP / 8, NS = BC / 8;
+    // A warp's q fragments stay in registers when they are few; otherwise they are read from
+    // the q tile (which stays in shared memory) for every key tile, so that the scores and the
+    // output accumulators of two row tiles fit the register file.
+    constexpr bool Q_IN_REGS = MT * KD <= 8;
     constexpr int QP = CFG::DP + 8, VP = CFG::DVP + 8; // row pitch: ldmatrix rows on distinct banks
     // q, then two buffers of key rows, then two of value rows.
     T* qs = smem;
@@ -113,6 +121,10 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
     const int q0 = blockIdx.y * BR;
     const T* type_tag = nullptr;
     const float ninf = -__int_as_float(0x7f800000);
+    constexpr float log2e = 1.4426950408889634f;
+    // Scores are kept in log2 units (scale * log2 e folded into one multiply), so each
+    // probability is one exp2 of a difference.
+    constexpr float scale_log2 = CFG::SCALE * log2e;
 
     // The q tile and the first key and value tiles in one group.
     load_tile_async<T, BR, CFG::DP, QP>(qs, q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
@@ -122,22 +134,35 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
     cx_cp_async_commit();
     cx_cp_async_wait<0>();
     __syncthreads();
-    unsigned qf[CFG::DP / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < CFG::DP / 16; ++kk) {
+    // The A fragment of q's row tile mt, columns 16kk..16kk+15.
+    auto load_q = [&](unsigned(&f)[4], int mt, int kk) {
         const int mi = lane / 8;
-        const int row = warp * 16 + (mi % 2) * 8 + lane % 8, col = kk * 16 + (mi / 2) * 8;
-        cx_ldmatrix_x4(qf[kk], cx_shared_address(qs + row * QP + col));
+        const int row = (warp * MT + mt) * 16 + (mi % 2) * 8 + lane % 8;
+        const int col = kk * 16 + (mi / 2) * 8;
+        cx_ldmatrix_x4(f, cx_shared_address(qs + row * QP + col));
+    };
+    unsigned qf[Q_IN_REGS ? MT : 1][Q_IN_REGS ? KD : 1][4];
+    if constexpr (Q_IN_REGS) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk)
+                load_q(qf[mt][kk], mt, kk);
     }
 
-    float o[CFG::DVP / 8][4];
+    float o[MT][NV][4];
+    float m_run[MT][2], l_run[MT][2]; // rows g and g + 8 of each row tile; l: this thread's part
+    int rows[MT][2];
 #pragma unroll
-    for (int n = 0; n < CFG::DVP / 8; ++n)
-        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    float m_run[2] = {ninf, ninf}; // rows g and g + 8 of this warp
-    float l_run[2] = {0.0f, 0.0f}; // this thread's part of the row sums
-    const int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-    constexpr float log2e = 1.4426950408889634f;
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int n = 0; n < NV; ++n)
+            o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+        m_run[mt][0] = m_run[mt][1] = ninf;
+        l_run[mt][0] = l_run[mt][1] = 0.0f;
+        rows[mt][0] = q0 + (warp * MT + mt) * 16 + g;
+        rows[mt][1] = rows[mt][0] + 8;
+    }
 
     for (int j0 = 0, tile = 0; j0 < CFG::SK; j0 += BC, ++tile) {
         const T* ks = ks0 + (tile % 2) * BC * QP;
@@ -159,104 +184,137 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
         }
         __syncthreads();
 
-        float s[BC / 8][4];
+        // S = q . k^T: each key fragment loaded once serves the warp's MT row tiles.
+        float s[MT][NS][4];
 #pragma unroll
-        for (int n = 0; n < BC / 8; ++n)
-            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int kk = 0; kk < CFG::DP / 16; ++kk)
+            for (int n = 0; n < NS; ++n)
+                s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
 #pragma unroll
-            for (int n = 0; n < BC / 8; n += 2) {
+        for (int kk = 0; kk < KD; ++kk) {
+            unsigned qa[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                if constexpr (Q_IN_REGS) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        qa[mt][e] = qf[mt][kk][e];
+                } else {
+                    load_q(qa[mt], mt, kk);
+                }
+            }
+#pragma unroll
+            for (int n = 0; n < NS; n += 2) {
                 const int mi = lane / 8;
                 const int key = (n + mi / 2) * 8 + lane % 8, col = kk * 16 + (mi % 2) * 8;
                 unsigned b4[4];
                 cx_ldmatrix_x4(b4, cx_shared_address(ks + key * QP + col));
                 const unsigned b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
-                mma(s[n], qf[kk], b0, type_tag);
-                mma(s[n + 1], qf[kk], b1, type_tag);
-            }
-
-        // Scale, bias, mask; the tile's row maxima.
-        float tile_max[2] = {ninf, ninf};
 #pragma unroll
-        for (int n = 0; n < BC / 8; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2;
-                float x = s[n][e] * CFG::SCALE;
-                if (CFG::HAS_BIAS && j < CFG::SK && rows[r] < CFG::SQ)
-                    x += cx_load(bias + rows[r] * CFG::B_ROW + j * CFG::B_COL);
-                if (j >= CFG::SK) x = ninf;
-                s[n][e] = x;
-                tile_max[r] = fmaxf(tile_max[r], x);
-            }
-        float alpha[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-            const float m_new = fmaxf(m_run[r], tile_max[r]);
-            // A row that has seen only -inf so far keeps offset 0: exp(-inf) = 0, no NaN.
-            const float use_new = m_new == ninf ? 0.0f : m_new;
-            const float use_old = m_run[r] == ninf ? 0.0f : m_run[r];
-            alpha[r] = m_run[r] == ninf ? 0.0f : exp2f((use_old - use_new) * log2e);
-            m_run[r] = m_new;
-            float sum = 0.0f;
-#pragma unroll
-            for (int n = 0; n < BC / 8; ++n)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float p = exp2f((s[n][r * 2 + e] - use_new) * log2e);
-                    s[n][r * 2 + e] = p;
-                    sum += p;
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma(s[mt][n], qa[mt], b0, type_tag);
+                    mma(s[mt][n + 1], qa[mt], b1, type_tag);
                 }
-            l_run[r] = l_run[r] * alpha[r] + sum;
-        }
-#pragma unroll
-        for (int n = 0; n < CFG::DVP / 8; ++n) {
-            o[n][0] *= alpha[0];
-            o[n][1] *= alpha[0];
-            o[n][2] *= alpha[1];
-            o[n][3] *= alpha[1];
+            }
         }
 
-        // O += P . V: P's accumulators of keys 16kk..16kk+15 are the A fragment.
+        // Scale, bias, mask (keys past the end only in the last tile); online softmax.
+        const bool tail = j0 + BC > CFG::SK;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            float tile_max[2] = {ninf, ninf};
+#pragma unroll
+            for (int n = 0; n < NS; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2;
+                    float x = s[mt][n][e] * scale_log2;
+                    if (CFG::HAS_BIAS && j < CFG::SK && rows[mt][r] < CFG::SQ)
+                        x += cx_load(bias + rows[mt][r] * CFG::B_ROW + j * CFG::B_COL) * log2e;
+                    if (tail && j >= CFG::SK) x = ninf;
+                    s[mt][n][e] = x;
+                    tile_max[r] = fmaxf(tile_max[r], x);
+                }
+            float alpha[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+                const float m_old = m_run[mt][r];
+                const float m_new = fmaxf(m_old, tile_max[r]);
+                // A row that has seen only -inf so far keeps offset 0: exp2(-inf) = 0, no NaN.
+                const float use_new = m_new == ninf ? 0.0f : m_new;
+                alpha[r] = m_old == ninf ? 0.0f : exp2f(m_old - use_new);
+                m_run[mt][r] = m_new;
+                float sum = 0.0f;
+#pragma unroll
+                for (int n = 0; n < NS; ++n)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = exp2f(s[mt][n][r * 2 + e] - use_new);
+                        s[mt][n][r * 2 + e] = p;
+                        sum += p;
+                    }
+                l_run[mt][r] = l_run[mt][r] * alpha[r] + sum;
+            }
+#pragma unroll
+            for (int n = 0; n < NV; ++n) {
+                o[mt][n][0] *= alpha[0];
+                o[mt][n][1] *= alpha[0];
+                o[mt][n][2] *= alpha[1];
+                o[mt][n][3] *= alpha[1];
+            }
+        }
+
+        // O += P . V: P's accumulators of keys 16kk..16kk+15 are the A fragment; each value
+        // fragment loaded once serves the MT row tiles.
 #pragma unroll
         for (int kk = 0; kk < BC / 16; ++kk) {
-            const unsigned a[4] = {pack2(s[2 * kk][0], s[2 * kk][1], type_tag),
-                                   pack2(s[2 * kk][2], s[2 * kk][3], type_tag),
-                                   pack2(s[2 * kk + 1][0], s[2 * kk + 1][1], type_tag),
-                                   pack2(s[2 * kk + 1][2], s[2 * kk + 1][3], type_tag)};
+            unsigned a[MT][4];
 #pragma unroll
-            for (int n = 0; n < CFG::DVP / 8; n += 2) {
+            for (int mt = 0; mt < MT; ++mt) {
+                a[mt][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1], type_tag);
+                a[mt][1] = pack2(s[mt][2 * kk][2], s[mt][2 * kk][3], type_tag);
+                a[mt][2] = pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1], type_tag);
+                a[mt][3] = pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3], type_tag);
+            }
+#pragma unroll
+            for (int n = 0; n < NV; n += 2) {
                 const int mi = lane / 8;
                 const int key = kk * 16 + (mi % 2) * 8 + lane % 8, col = n * 8 + (mi / 2) * 8;
                 unsigned b4[4];
                 cx_ldmatrix_x4_trans(b4, cx_shared_address(vs + key * VP + col));
                 const unsigned b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
-                mma(o[n], a, b0, type_tag);
-                mma(o[n + 1], a, b1, type_tag);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    mma(o[mt][n], a[mt], b0, type_tag);
+                    mma(o[mt][n + 1], a[mt], b1, type_tag);
+                }
             }
         }
         __syncthreads(); // every warp is done with this tile's buffers before they are refilled
     }
 
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        float l = l_run[r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const bool zero = CFG::ZERO_NAN_ROWS && !(l > 0.0f);
-        const float inv = 1.0f / l;
-        if (rows[r] >= CFG::SQ) continue;
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int n = 0; n < CFG::DVP / 8; ++n)
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mt][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const bool zero = CFG::ZERO_NAN_ROWS && !(l > 0.0f);
+            const float inv = 1.0f / l;
+            const int row = rows[mt][r];
+            if (row >= CFG::SQ) continue;
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col = n * 8 + t4 * 2 + e;
-                if (col >= CFG::DV) continue;
-                const float value = zero ? 0.0f : o[n][r * 2 + e] * inv;
-                cx_store(out + rows[r] * CFG::O_ROW + col * CFG::O_COL, value);
-            }
-    }
+            for (int n = 0; n < NV; ++n)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int col = n * 8 + t4 * 2 + e;
+                    if (col >= CFG::DV) continue;
+                    const float value = zero ? 0.0f : o[mt][n][r * 2 + e] * inv;
+                    cx_store(out + row * CFG::O_ROW + col * CFG::O_COL, value);
+                }
+        }
 }

@@ -214,10 +214,13 @@ private:
                     outputs.push_back(steps_.new_buffer(s));
                 const std::vector<const module*> modules(ins->module_inputs().begin(),
                                                          ins->module_inputs().end());
+                const std::string config =
+                    op.name() == "attention" ? options_.attention_config : std::string();
                 steps_.add(write_kernel(ins->name(), origin,
                                         [&](const std::string& entry) {
                                             return generate_kernel({&op, shapes_of(inputs),
-                                                                    out_shapes, modules, entry});
+                                                                    out_shapes, modules, entry,
+                                                                    config});
                                         }),
                            inputs, outputs, origin);
                 values[ins] = outputs;

@@ -40,6 +40,8 @@ struct lowering_options {
     // Forced on every anchor whose problem it is valid for (--perf-config); empty: the
     // heuristic's first valid candidate.
     std::string perf_config;
+    // Forced on every attention kernel it can run (compile_options::attention_config).
+    std::string attention_config;
     gemm_device_limits limits;
     // f32 anchors on the SIMT path (exact fp32 FMA) instead of TF32 tensor cores.
     bool exact_fp32 = false;
