@@ -15,6 +15,7 @@
 #include "conflux/ops/scatter.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
+#include "cuda/codegen/attention_kernel.hpp"
 #include "fused_patterns.hpp"
 
 #include <gtest/gtest.h>
@@ -63,7 +64,8 @@ argument random_input(const shape& s, std::mt19937& rng) {
 }
 
 // Builds the program, runs both targets on the same random inputs, compares every output.
-void check_case(const std::string& label, const builder& build, unsigned seed = 1) {
+void check_case(const std::string& label, const builder& build, unsigned seed = 1,
+                const std::string& attention_config = "") {
     program reference;
     build(reference.main());
     program compiled_source;
@@ -81,6 +83,7 @@ void check_case(const std::string& label, const builder& build, unsigned seed = 
         cuda::compile_options o;
         o.tune = cuda::tune_mode::none;
         o.use_problem_cache = false;
+        o.attention_config = attention_config;
         auto compiled = cuda::compile(std::move(compiled_source), o);
         const auto got = compiled.run(params, {.poison = true, .sync_each_step = true});
         ASSERT_EQ(got.size(), want.size()) << label;
@@ -560,73 +563,96 @@ TEST(CudaOps, AttentionKernel) {
         bool zero_nan;
         bool grouped;                            // k and v broadcast over the head axis
         std::vector<std::int64_t> out_perm = {}; // the output written transposed
+        bool every_config = false; // run every attention config, not only the heuristic's
     };
     const std::vector<attention_case> cases{
-        {"vit 197x197 d64", dtype::f16, {2, 3}, 197, 197, 64, 64, 0, false, false},
+        {"vit 197x197 d64", dtype::f16, {2, 3}, 197, 197, 64, 64, 0, false, false, {}, true},
         {"whisper 1500 d64", dtype::f16, {1, 2}, 1500, 1500, 64, 64, 0, false, false},
-        {"d128 mask", dtype::f16, {1, 2}, 100, 77, 128, 128, 1, false, false},
-        {"bf16 d72 dv40", dtype::bf16, {2, 2}, 33, 45, 72, 40, 1, false, false},
+        {"d128 mask", dtype::f16, {1, 2}, 100, 77, 128, 128, 1, false, false, {}, true},
+        {"bf16 d72 dv40", dtype::bf16, {2, 2}, 33, 45, 72, 40, 1, false, false, {}, true},
         {"broadcast mask safe softmax", dtype::f16, {2, 2}, 70, 65, 32, 32, 2, true, false},
-        {"-inf rows safe softmax", dtype::f16, {1, 2}, 20, 20, 16, 16, 3, true, false},
+        {"-inf rows safe softmax", dtype::f16, {1, 2}, 20, 20, 16, 16, 3, true, false, {}, true},
         {"-inf rows plain", dtype::bf16, {1, 1}, 20, 20, 16, 16, 3, false, false},
         {"grouped query", dtype::f16, {1, 4}, 64, 130, 64, 64, 0, false, true},
         {"one row one key", dtype::f16, {1}, 1, 1, 16, 16, 0, false, false},
         // 128-row blocks (sequences of 512 and more) with d128, a mask and key tails; and head
         // dims that are not multiples of 8 (q and k copied at once, v by cp.async).
-        {"long bf16 d128 mask", dtype::bf16, {1, 2}, 600, 700, 128, 128, 1, false, false},
-        {"d20 dv24 long", dtype::f16, {1, 2}, 530, 130, 20, 24, 1, false, false},
+        {"long bf16 d128 mask", dtype::bf16, {1, 2}, 600, 700, 128, 128, 1, false, false, {}, true},
+        {"d20 dv24 long", dtype::f16, {1, 2}, 530, 130, 20, 24, 1, false, false, {}, true},
         // The heads written back merged ([batch, Sq, heads, Dv]), as fuse_attention absorbs the
         // transpose before the output projection; and sequence-first ([Sq, batch, heads, Dv]).
-        {"vit heads merged", dtype::f16, {2, 3}, 197, 197, 64, 64, 0, false, false, {0, 2, 1, 3}},
+        {"vit heads merged",
+         dtype::f16,
+         {2, 3},
+         197,
+         197,
+         64,
+         64,
+         0,
+         false,
+         false,
+         {0, 2, 1, 3},
+         true},
         {"bf16 seq first", dtype::bf16, {2, 3}, 70, 90, 32, 48, 1, false, false, {2, 0, 1, 3}},
     };
     for (const auto& c : cases) {
-        check_case("attention " + c.name, [&](module& m) {
-            auto with = [&](dims b, std::size_t x, std::size_t y) {
-                b.push_back(x);
-                b.push_back(y);
-                return b;
-            };
-            dims kv_batch = c.batch;
-            if (c.grouped) kv_batch.back() = 1;
-            auto q = param(m, "q", c.t, with(c.batch, c.sq, c.d));
-            auto keys = param(m, "k", c.t, with(kv_batch, c.sk, c.d));
-            auto v0 = param(m, "v", c.t, with(kv_batch, c.sk, c.dv));
-            std::vector<std::int64_t> perm;
-            for (std::size_t i = 0; i < c.batch.size(); ++i)
-                perm.push_back(std::int64_t(i));
-            perm.push_back(std::int64_t(c.batch.size() + 1));
-            perm.push_back(std::int64_t(c.batch.size()));
-            instruction_ref kt = m.add_instruction(op::transpose{perm}, {keys});
-            instruction_ref v = v0;
-            if (c.grouped) {
-                kt = m.add_instruction(op::broadcast{with(c.batch, c.d, c.sk)}, {kt});
-                v = m.add_instruction(op::broadcast{with(c.batch, c.sk, c.dv)}, {v});
-            }
-            std::vector<instruction_ref> in{q, kt, v};
-            const dims scores = with(c.batch, c.sq, c.sk);
-            if (c.bias == 1) in.push_back(param(m, "bias", c.t, scores));
-            if (c.bias == 2) {
-                dims small(c.batch.size(), 1);
-                small[0] = c.batch[0];
-                auto b = param(m, "mask", c.t, with(small, 1, c.sk));
-                in.push_back(m.add_instruction(op::broadcast{scores}, {b}));
-            }
-            if (c.bias == 3) {
-                // Rows 3 and 11 see no key at all; the others all but key 0.
-                std::size_t elements = 1;
-                for (auto l : scores)
-                    elements *= l;
-                std::vector<float> values(elements, 0.0f);
-                for (std::size_t i = 0; i < values.size(); ++i) {
-                    const std::size_t row = i / c.sk % c.sq, key = i % c.sk;
-                    if (row == 3 || row == 11 || key == 0)
-                        values[i] = -std::numeric_limits<float>::infinity();
-                }
-                in.push_back(m.add_literal(from_vector(c.t, scores, values)));
-            }
-            m.add_return({m.add_instruction(op::attention{0.3f, c.zero_nan, c.out_perm}, in)});
-        });
+        // The heuristic's config, then (the every-config harness) each one that can run it.
+        std::vector<std::string> configs{""};
+        if (c.every_config)
+            for (const auto& ac : cuda::attention_configs())
+                if (cuda::attention_config_obstacle(ac, c.d, c.dv).empty())
+                    configs.push_back(ac.name());
+        for (const std::string& config : configs)
+            check_case(
+                "attention " + c.name + (config.empty() ? "" : " " + config),
+                [&](module& m) {
+                    auto with = [&](dims b, std::size_t x, std::size_t y) {
+                        b.push_back(x);
+                        b.push_back(y);
+                        return b;
+                    };
+                    dims kv_batch = c.batch;
+                    if (c.grouped) kv_batch.back() = 1;
+                    auto q = param(m, "q", c.t, with(c.batch, c.sq, c.d));
+                    auto keys = param(m, "k", c.t, with(kv_batch, c.sk, c.d));
+                    auto v0 = param(m, "v", c.t, with(kv_batch, c.sk, c.dv));
+                    std::vector<std::int64_t> perm;
+                    for (std::size_t i = 0; i < c.batch.size(); ++i)
+                        perm.push_back(std::int64_t(i));
+                    perm.push_back(std::int64_t(c.batch.size() + 1));
+                    perm.push_back(std::int64_t(c.batch.size()));
+                    instruction_ref kt = m.add_instruction(op::transpose{perm}, {keys});
+                    instruction_ref v = v0;
+                    if (c.grouped) {
+                        kt = m.add_instruction(op::broadcast{with(c.batch, c.d, c.sk)}, {kt});
+                        v = m.add_instruction(op::broadcast{with(c.batch, c.sk, c.dv)}, {v});
+                    }
+                    std::vector<instruction_ref> in{q, kt, v};
+                    const dims scores = with(c.batch, c.sq, c.sk);
+                    if (c.bias == 1) in.push_back(param(m, "bias", c.t, scores));
+                    if (c.bias == 2) {
+                        dims small(c.batch.size(), 1);
+                        small[0] = c.batch[0];
+                        auto b = param(m, "mask", c.t, with(small, 1, c.sk));
+                        in.push_back(m.add_instruction(op::broadcast{scores}, {b}));
+                    }
+                    if (c.bias == 3) {
+                        // Rows 3 and 11 see no key at all; the others all but key 0.
+                        std::size_t elements = 1;
+                        for (auto l : scores)
+                            elements *= l;
+                        std::vector<float> values(elements, 0.0f);
+                        for (std::size_t i = 0; i < values.size(); ++i) {
+                            const std::size_t row = i / c.sk % c.sq, key = i % c.sk;
+                            if (row == 3 || row == 11 || key == 0)
+                                values[i] = -std::numeric_limits<float>::infinity();
+                        }
+                        in.push_back(m.add_literal(from_vector(c.t, scores, values)));
+                    }
+                    m.add_return(
+                        {m.add_instruction(op::attention{0.3f, c.zero_nan, c.out_perm}, in)});
+                },
+                1, config);
     }
 }
 
