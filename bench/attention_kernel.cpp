@@ -3,7 +3,9 @@
 // 64 and 128, f16 — profiled like the other benches (CUDA graph replays, median), and checked
 // once against the unfused chain (dot -> scale -> softmax -> dot) on the same target. Prints one
 // JSON object per shape; bench/attention_vs_sdpa.sh puts F.scaled_dot_product_attention beside
-// it in the same call. --list prints the shapes as JSON for the PyTorch side.
+// it in the same call. --list prints the shapes as JSON for the PyTorch side; --configs also
+// times every attention config the kernel can run on the shape (what the heuristic is fitted to).
+#include "cuda/codegen/attention_kernel.hpp"
 #include "conflux/cuda/target.hpp"
 #include "conflux/ir/output_comparison.hpp"
 #include "conflux/ir/program.hpp"
@@ -59,7 +61,7 @@ program build(const attention_shape& s, bool fused) {
     return p;
 }
 
-int run(const std::string& only, bool check) {
+int run(const std::string& only, bool check, bool every_config) {
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-1, 1);
     for (const auto& s : shapes) {
@@ -100,6 +102,20 @@ int run(const std::string& only, bool check) {
                     row["check"] = c.passed ? "pass" : "FAIL";
                 }
             }
+            if (every_config) {
+                row["heuristic_config"] =
+                    cuda::choose_attention_config(s.seq, s.seq, s.head_dim, s.head_dim).name();
+                nlohmann::json configs = nlohmann::json::object();
+                for (const auto& c : cuda::attention_configs()) {
+                    if (!cuda::attention_config_obstacle(c, s.head_dim, s.head_dim).empty())
+                        continue;
+                    cuda::compile_options forced = o;
+                    forced.attention_config = c.name();
+                    auto compiled = cuda::compile(build(s, true), forced);
+                    configs[c.name()] = compiled.profile(params, {10, 50}).median_ms;
+                }
+                row["config_ms"] = configs;
+            }
         } catch (const std::exception& e) {
             row["error"] = e.what();
         }
@@ -113,11 +129,12 @@ int run(const std::string& only, bool check) {
 
 int main(int argc, char** argv) {
     CLI::App app{"The fused attention kernel on issue 16's shapes, f16, against the unfused chain"};
-    bool list = false, check = true;
+    bool list = false, check = true, every_config = false;
     std::string only;
     app.add_flag("--list", list, "Print the shapes as JSON and stop");
     app.add_option("--only", only, "Shapes whose name contains this");
     app.add_flag("!--no-check", check, "Skip the comparison with the unfused chain");
+    app.add_flag("--configs", every_config, "Also time every attention config on each shape");
     CLI11_PARSE(app, argc, argv);
     if (list) {
         nlohmann::json j = nlohmann::json::array();
@@ -130,5 +147,5 @@ int main(int argc, char** argv) {
         std::cout << j.dump() << "\n";
         return 0;
     }
-    return conflux::bench::run(only, check);
+    return conflux::bench::run(only, check, every_config);
 }

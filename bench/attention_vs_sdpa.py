@@ -5,7 +5,9 @@ dot -> scale -> softmax -> dot chain it replaces) against torch.nn.functional.
 scaled_dot_product_attention (f16, PyTorch's fastest backend for the shape) on the same shapes:
 sequence 197, 1500 and 4096, head dims 64 and 128. TFLOP/s counts 4 * B * H * S^2 * D.
 
-    python3 bench/attention_vs_sdpa.py BENCH_BINARY [--json FILE]
+    python3 bench/attention_vs_sdpa.py BENCH_BINARY [--json FILE] [--configs]
+
+--configs also times every attention config on each shape and prints them below the table.
 """
 import argparse
 import json
@@ -38,10 +40,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bench")
     ap.add_argument("--json")
+    ap.add_argument("--configs", action="store_true")
     args = ap.parse_args()
     shapes = json.loads(subprocess.run([args.bench, "--list"], capture_output=True, text=True,
                                        check=True).stdout)
-    run = subprocess.run([args.bench], capture_output=True, text=True)
+    run = subprocess.run([args.bench] + (["--configs"] if args.configs else []),
+                         capture_output=True, text=True)
     rows = [json.loads(l) for l in run.stdout.splitlines() if l.startswith("{")]
     by_name = {r["shape"]: r for r in rows}
     print(f"{'shape':20} {'conflux ms':>10} {'TFLOP/s':>8} {'unfused ms':>10} {'sdpa ms':>8} "
@@ -61,6 +65,11 @@ def main():
         else:
             print(f"{s['name']:20} error: {r.get('error', '')[:200]}")
         by_name[s["name"]] = r
+    for r in by_name.values():
+        if "config_ms" in r:
+            best = min(r["config_ms"], key=r["config_ms"].get)
+            cells = " ".join(f"{k} {v:.4f}" for k, v in sorted(r["config_ms"].items()))
+            print(f"{r['shape']:20} heuristic {r.get('heuristic_config')}, best {best}: {cells}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(list(by_name.values()), f, indent=1)
