@@ -73,8 +73,7 @@ inline std::vector<fused_pattern> fused_patterns() {
              auto b = m.add_parameter("b", shape{t, {96}});
              auto bb = m.add_instruction(op::broadcast{{2, 24, 96}}, {b});
              auto x = m.add_instruction(ew(elementwise_kind::add), {d, bb});
-             auto g = m.add_instruction(ew(elementwise_kind::erf), {x});
-             auto y = m.add_instruction(ew(elementwise_kind::mul), {x, g});
+             auto y = m.add_instruction(ew(elementwise_kind::gelu), {x});
              auto rs = m.add_instruction(op::reshape{{2, 24, 4, 24}}, {y});
              m.add_return({m.add_instruction(op::transpose{{0, 2, 1, 3}}, {rs})});
          }},

@@ -104,26 +104,13 @@ outputs build_cast(node_context& c, dtype to) {
     return {c.convert(c.input(0), to)};
 }
 
-// Gelu (opset 20): 0.5 * x * (1 + erf(x / sqrt 2)), or the tanh approximation.
+// Gelu (opset 20): one elementwise kind, the erf form or (alpha 1) the tanh approximation.
 instruction_ref build_gelu(node_context& c) {
-    auto x = c.input(0);
-    auto t = x->get_shape().type();
     auto approximate = c.attr_string("approximate", "none");
-    instruction_ref inner = nullptr;
-    if (approximate == "none") {
-        auto scaled = c.elementwise(K::mul, {x, c.scalar(t, 1 / std::sqrt(2.0))});
-        inner = c.elementwise(K::erf, {scaled});
-    } else if (approximate == "tanh") {
-        auto x3 = c.elementwise(K::mul, {c.elementwise(K::mul, {x, x}), x});
-        auto poly = c.elementwise(K::add, {x, c.elementwise(K::mul, {x3, c.scalar(t, 0.044715)})});
-        auto arg = c.elementwise(K::mul, {poly, c.scalar(t, std::sqrt(2.0 / M_PI))});
-        inner = c.elementwise(K::tanh, {arg});
-    } else {
+    if (approximate != "none" && approximate != "tanh")
         c.unsupported("approximate '", approximate, "'");
-    }
-    auto one_plus = c.elementwise(K::add, {inner, c.scalar(t, 1)});
-    auto half_x = c.elementwise(K::mul, {x, c.scalar(t, 0.5)});
-    return c.elementwise(K::mul, {half_x, one_plus});
+    return c.elementwise(op::make_elementwise(K::gelu, approximate == "tanh" ? 1.0f : 0.0f),
+                         {c.input(0)});
 }
 
 struct unary_entry {

@@ -70,6 +70,7 @@ bool uses_alpha(elementwise_kind k) {
     using enum elementwise_kind;
     switch (k) {
     case mod:
+    case gelu:
     case leaky_relu:
     case elu:
     case selu:
@@ -351,6 +352,23 @@ void eval_kind(const elementwise& e, const std::vector<argument>& in, const argu
         return unary([](C x) { return fmath(x, [](auto v) { return 1 / v; }); });
     case erf:
         return unary([](C x) { return fmath(x, [](auto v) { return std::erf(v); }); });
+    case gelu:
+        // In one piece, as the kernels compute it: the exporters' five ops (div, erf, add, mul,
+        // mul) would round to f16 after each.
+        if (alpha != 0)
+            return unary([](C x) {
+                return fmath(x, [](auto v) {
+                    using T = decltype(v);
+                    const T inner = T(0.7978845608028654) * (v + T(0.044715) * v * v * v);
+                    return T(0.5) * v * (T(1) + std::tanh(inner));
+                });
+            });
+        return unary([](C x) {
+            return fmath(x, [](auto v) {
+                using T = decltype(v);
+                return T(0.5) * v * (T(1) + std::erf(v * T(0.7071067811865476)));
+            });
+        });
     case tanh:
         return unary([](C x) { return fmath(x, [](auto v) { return std::tanh(v); }); });
     case sigmoid:

@@ -6,6 +6,7 @@
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
+#include "passes/scalar_factors.hpp"
 
 #include <cmath>
 #include <optional>
@@ -16,38 +17,13 @@ namespace {
 
 using op::elementwise_kind;
 
-std::optional<elementwise_kind> kind_of(instruction_ref ins) {
-    const auto* e = ins->get_operator().get_if<op::elementwise>();
-    if (e == nullptr) return std::nullopt;
-    return e->kind;
-}
-
+using passes_detail::elementwise_kind_of;
 bool single_use(instruction_ref ins) {
     return ins->outputs().size() == 1;
 }
 
-// The value of a one-element literal, seen through broadcasts.
-std::optional<double> scalar_literal(instruction_ref ins) {
-    while (ins->get_operator().get_if<op::broadcast>() != nullptr)
-        ins = ins->inputs()[0];
-    const auto* lit = ins->get_operator().get_if<op::literal>();
-    if (lit == nullptr || lit->value.get_shape().elements() != 1) return std::nullopt;
-    return to_vector<double>(lit->value)[0];
-}
-
-// x * c, c * x or x / c with c a scalar literal: (x, the factor).
-std::optional<std::pair<instruction_ref, double>> scaled_by_scalar(instruction_ref ins) {
-    const auto kind = kind_of(ins);
-    if (!kind || ins->inputs().size() != 2) return std::nullopt;
-    const auto a = ins->inputs()[0], b = ins->inputs()[1];
-    if (*kind == elementwise_kind::mul) {
-        if (auto c = scalar_literal(b)) return std::pair{a, *c};
-        if (auto c = scalar_literal(a)) return std::pair{b, *c};
-    } else if (*kind == elementwise_kind::div) {
-        if (auto c = scalar_literal(b); c && *c != 0) return std::pair{a, 1.0 / *c};
-    }
-    return std::nullopt;
-}
+using passes_detail::scalar_literal;
+using passes_detail::scaled_by_scalar;
 
 bool is_float_convert(instruction_ref ins) {
     const auto* e = ins->get_operator().get_if<op::elementwise>();
@@ -94,8 +70,8 @@ std::optional<match> forward_from_softmax(instruction_ref s) {
             // where(isnan(p), 0, p)
             instruction_ref isnan = nullptr, where = nullptr;
             for (instruction_ref u : users) {
-                if (kind_of(u) == elementwise_kind::isnan) isnan = u;
-                if (kind_of(u) == elementwise_kind::where) where = u;
+                if (elementwise_kind_of(u) == elementwise_kind::isnan) isnan = u;
+                if (elementwise_kind_of(u) == elementwise_kind::where) where = u;
             }
             if (isnan == nullptr || where == nullptr || !single_use(isnan) ||
                 where->inputs()[0] != isnan || where->inputs()[2] != p)
@@ -145,7 +121,7 @@ bool backward_from_softmax(module& m, instruction_ref s, match& mt) {
             x = f->first;
             continue;
         }
-        if (kind_of(x) == elementwise_kind::add && !seen_bias && !seen_factor) {
+        if (elementwise_kind_of(x) == elementwise_kind::add && !seen_bias && !seen_factor) {
             // The operand that leads back to the dot continues; the other is the bias.
             auto leads_to_dot = [](instruction_ref y) {
                 for (int hops = 0; hops < 8 && single_use(y); ++hops) {

@@ -2,8 +2,9 @@
 // in simplify_fold.cpp (constants, batch norm), simplify_views.cpp (identity views, nested
 // transposes/reshapes), simplify_transpose_elementwise.cpp (moving transposes so they cancel),
 // simplify_reshape_elementwise.cpp (reshapes after the scalar-constant ops that follow them),
-// simplify_gather.cpp, simplify_pool.cpp (global pooling as a reduction) and simplify_dot.cpp
-// (batched products of one shared matrix as one product).
+// simplify_gather.cpp, simplify_pool.cpp (global pooling as a reduction), simplify_dot.cpp
+// (batched products of one shared matrix as one product) and simplify_gelu.cpp (the exporters'
+// five-op GELU as one op).
 #include "conflux/passes/simplify.hpp"
 
 #include "conflux/ops/elementwise.hpp"
@@ -68,13 +69,14 @@ void simplify::apply(module& m) const {
             // Dead values (including ones an earlier rewrite of this sweep orphaned) are left
             // to dce; rewriting them would only make more garbage.
             if (ins->outputs().empty()) continue;
-            changed |=
-                find_constant(m, ins, fold) || find_conv_batch_norm(m, ins) ||
-                find_identity_view(m, ins) || find_nested_transpose(m, ins) ||
-                find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
-                find_view_chain_with_a_copy(m, ins) || find_transpose_through_elementwise(m, ins) ||
-                find_reshape_through_elementwise(m, ins) || find_gather_constant_index(m, ins) ||
-                find_global_pool(m, ins) || find_dot_of_a_shared_matrix(m, ins);
+            changed |= find_constant(m, ins, fold) || find_conv_batch_norm(m, ins) ||
+                       find_identity_view(m, ins) || find_nested_transpose(m, ins) ||
+                       find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
+                       find_view_chain_with_a_copy(m, ins) ||
+                       find_transpose_through_elementwise(m, ins) ||
+                       find_reshape_through_elementwise(m, ins) ||
+                       find_gather_constant_index(m, ins) || find_global_pool(m, ins) ||
+                       find_dot_of_a_shared_matrix(m, ins) || find_gelu(m, ins);
         }
         dce{}.apply(m);
         if (!changed) return;

@@ -57,6 +57,9 @@ bool find_global_pool(module& m, instruction_ref ins);
 // simplify_transpose_elementwise.cpp
 bool find_transpose_through_elementwise(module& m, instruction_ref ins);
 
+// simplify_gelu.cpp
+bool find_gelu(module& m, instruction_ref ins);
+
 // simplify_reshape_elementwise.cpp
 bool find_reshape_through_elementwise(module& m, instruction_ref ins);
 

@@ -162,6 +162,11 @@ TEST(elementwise, transcendental_functions) {
             << op::to_string(k) << "(" << x << ")";
     };
     near(elementwise_kind::erf, 0.5f, 0.5204998778);
+    near(elementwise_kind::gelu, 1, 0.8413447461);
+    near(elementwise_kind::gelu, -0.5f, -0.1542687694);
+    near(elementwise_kind::gelu, 3, 2.9959503059);
+    near(elementwise_kind::gelu, 1, 0.8411919906, 1); // tanh approximation
+    near(elementwise_kind::gelu, -2, -0.0454023059, 1);
     near(elementwise_kind::sigmoid, 0, 0.5);
     near(elementwise_kind::sigmoid, 2, 0.8807970780);
     near(elementwise_kind::sigmoid, -20, 2.0611536e-9);

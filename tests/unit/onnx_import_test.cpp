@@ -455,6 +455,31 @@ TEST(onnx_import, softmax_before_opset_13_flattens) {
     expect_near(y, {0.125f, 0.125f, 0.125f, 0.625f});
 }
 
+// Expected values from Python's math.erf and math.tanh.
+TEST(onnx_import, gelu_opset_20_is_one_op_in_both_forms) {
+    for (const std::string approximate : {"none", "tanh"}) {
+        model_builder b(20);
+        b.input("x", TensorProto::FLOAT, {3});
+        set_string(b.node("Gelu", {"x"}, {"y"}), "approximate", approximate);
+        b.output("y");
+        auto p = b.import();
+        EXPECT_TRUE(has_op(p, "gelu")) << p.to_string();
+        EXPECT_FALSE(has_op(p, "erf") || has_op(p, "tanh")) << p.to_string();
+        auto y = run1(p, {{"x", f32({3}, {1, -0.5f, 3})}});
+        if (approximate == "none")
+            expect_near(y, {0.8413447461f, -0.1542687694f, 2.9959503059f});
+        else
+            expect_near(y, {0.8411919906f, -0.1542859902f, 2.9963626079f});
+    }
+    model_builder b(20);
+    b.input("x", TensorProto::FLOAT, {3});
+    set_string(b.node("Gelu", {"x"}, {"y"}, "act"), "approximate", "sigmoid");
+    b.output("y");
+    const auto message = import_error(b);
+    EXPECT_NE(message.find("act"), std::string::npos) << message;
+    EXPECT_NE(message.find("approximate 'sigmoid'"), std::string::npos) << message;
+}
+
 TEST(onnx_import, clip_with_missing_min_and_mean) {
     model_builder b;
     b.input("x", TensorProto::FLOAT, {4});

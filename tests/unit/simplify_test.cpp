@@ -524,3 +524,69 @@ TEST(simplify, a_batched_product_of_one_matrix_becomes_one_product) {
             EXPECT_EQ(ins.get_shape().lens(), (dims{160, 8})) << p3.to_string();
         }
 }
+
+// The five-op GELU of the exporters, in the orders they write it: torch.onnx's
+// x * 0.5 * (1 + erf(x / 1.4142)), Hugging Face's x * 0.5 * (1 + erf(x * 0.7071)) with the half
+// applied last, and (x * (1 + erf(..))) / 2; constants as f16 stores them still match.
+TEST(simplify, exporter_gelu_chains_become_one_gelu) {
+    auto scalar = [](module& m, float v, const dims& lens) {
+        auto c = m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{v}));
+        return m.add_instruction(op::broadcast{lens}, {c});
+    };
+    enum class form { half_first, half_last, divided_by_two };
+    auto chain = [&](form f, bool divide, float k) {
+        return [=](module& m) {
+            const dims lens{3, 5};
+            auto x = m.add_parameter("x", f32(lens));
+            auto s = m.add_instruction(ew(divide ? op::elementwise_kind::div : mul),
+                                       {x, scalar(m, k, lens)});
+            auto e = m.add_instruction(ew(op::elementwise_kind::erf), {s});
+            auto h = m.add_instruction(ew(add), {scalar(m, 1, lens), e});
+            instruction_ref y = nullptr;
+            if (f == form::half_first) {
+                auto half_x = m.add_instruction(ew(mul), {x, scalar(m, 0.5f, lens)});
+                y = m.add_instruction(ew(mul), {half_x, h});
+            } else if (f == form::half_last) {
+                auto xh = m.add_instruction(ew(mul), {h, x});
+                y = m.add_instruction(ew(mul), {xh, scalar(m, 0.5f, lens)});
+            } else {
+                auto xh = m.add_instruction(ew(mul), {x, h});
+                y = m.add_instruction(ew(op::elementwise_kind::div), {xh, scalar(m, 2, lens)});
+            }
+            m.add_return({m.add_instruction(ew(relu), {y})});
+        };
+    };
+    for (auto f : {form::half_first, form::half_last, form::divided_by_two})
+        for (bool divide : {true, false}) {
+            // f16's nearest values to sqrt 2 and its reciprocal.
+            const float k = divide ? 1.4140625f : 0.70703125f;
+            auto p = test::transform_and_compare(chain(f, divide, k), run_simplify, 2e-4);
+            EXPECT_EQ(count_named(p.main(), "gelu"), 1u) << p.to_string();
+            EXPECT_EQ(count_named(p.main(), "erf"), 0u) << p.to_string();
+            EXPECT_EQ(count_named(p.main(), "mul") + count_named(p.main(), "div"), 0u)
+                << p.to_string();
+        }
+    // Not GELU: another constant inside the erf, which the rewrite must not round away.
+    auto p = test::transform_and_compare(chain(form::half_first, false, 0.8f), run_simplify, 0);
+    EXPECT_EQ(count_named(p.main(), "gelu"), 0u) << p.to_string();
+}
+
+// An intermediate value another op also reads stays, and so does the chain.
+TEST(simplify, gelu_chain_with_a_shared_intermediate_stays) {
+    auto build = [](module& m) {
+        const dims lens{4};
+        auto c = [&](float v) {
+            return m.add_instruction(
+                op::broadcast{lens},
+                {m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{v}))});
+        };
+        auto x = m.add_parameter("x", f32(lens));
+        auto e = m.add_instruction(ew(op::elementwise_kind::erf),
+                                   {m.add_instruction(ew(mul), {x, c(0.70710678f)})});
+        auto h = m.add_instruction(ew(add), {e, c(1)});
+        auto y = m.add_instruction(ew(mul), {m.add_instruction(ew(mul), {x, c(0.5f)}), h});
+        m.add_return({y, e});
+    };
+    auto p = test::transform_and_compare(build, run_simplify, 0);
+    EXPECT_EQ(count_named(p.main(), "gelu"), 0u) << p.to_string();
+}

@@ -39,6 +39,7 @@ namespace conflux::op {
     X(sqrt, "sqrt", 1)                                                                             \
     X(reciprocal, "reciprocal", 1)                                                                 \
     X(erf, "erf", 1)                                                                               \
+    X(gelu, "gelu", 1) /* x/2 (1 + erf(x / sqrt 2)); alpha != 0: the tanh approximation */         \
     X(tanh, "tanh", 1)                                                                             \
     X(sigmoid, "sigmoid", 1)                                                                       \
     X(relu, "relu", 1)                                                                             \

@@ -87,6 +87,8 @@ std::string elementwise_expression(const op::elementwise& e, dtype value_type,
     case acosh:
     case atanh:
         return call("cx_" + kind, args);
+    case gelu:
+        return call("cx_gelu", {a, e.alpha != 0 ? "true" : "false"});
     case mod:
         return call("cx_mod", {a, args[1], e.alpha != 0 ? "true" : "false"});
     case equal:

@@ -221,6 +221,20 @@ CX_FLOAT_FUNCTION(cx_log1p, log1pf, log1p)
 
 #undef CX_FLOAT_FUNCTION
 
+// GELU in one piece: the exporters' five-op chain rounds to the storage type after each op and
+// reads its input twice; tanh_approx selects 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+__device__ __forceinline__ float cx_gelu(float x, bool tanh_approx) {
+    if (tanh_approx) return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+    return 0.5f * x * (1.0f + erff(x * 0.7071067812f));
+}
+__device__ __forceinline__ double cx_gelu(double x, bool tanh_approx) {
+    if (tanh_approx) return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+}
+__device__ __forceinline__ long long cx_gelu(long long x, bool tanh_approx) {
+    return cx_cast<long long>(cx_gelu(static_cast<double>(x), tanh_approx));
+}
+
 // Floor and ceil leave integers alone; the floating forms are exact.
 __device__ __forceinline__ float cx_floor(float x) {
     return floorf(x);

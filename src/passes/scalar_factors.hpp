@@ -1,0 +1,22 @@
+// Private to the passes: recognising scalar constants in the shapes the ONNX importer leaves
+// them (a one-element literal behind broadcasts), shared by the rewrites that match exporter
+// idioms (attention's scale, GELU's constants).
+#pragma once
+
+#include "conflux/ir/module.hpp"
+#include "conflux/ops/elementwise.hpp"
+
+#include <optional>
+#include <utility>
+
+namespace conflux::passes_detail {
+
+std::optional<op::elementwise_kind> elementwise_kind_of(instruction_ref ins);
+
+// The value of a one-element literal, seen through broadcasts.
+std::optional<double> scalar_literal(instruction_ref ins);
+
+// x * c, c * x or x / c with c a scalar literal: (x, the factor).
+std::optional<std::pair<instruction_ref, double>> scaled_by_scalar(instruction_ref ins);
+
+} // namespace conflux::passes_detail
