@@ -8,6 +8,7 @@
 #include "conflux/ops/views.hpp"
 #include "passes/scalar_factors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -29,6 +30,16 @@ bool is_float_convert(instruction_ref ins) {
     const auto* e = ins->get_operator().get_if<op::elementwise>();
     return e != nullptr && e->kind == elementwise_kind::convert && is_floating(e->target) &&
            is_floating(ins->inputs()[0]->get_shape().type());
+}
+
+// A literal (seen through broadcasts and float converts) whose every value is zero.
+bool is_zero_constant(instruction_ref ins) {
+    while (ins->get_operator().get_if<op::broadcast>() != nullptr || is_float_convert(ins))
+        ins = ins->inputs()[0];
+    const auto* lit = ins->get_operator().get_if<op::literal>();
+    if (lit == nullptr) return false;
+    const auto values = to_vector<double>(lit->value);
+    return std::all_of(values.begin(), values.end(), [](double v) { return v == 0; });
 }
 
 // A dot operand with scalar factors peeled off (each a single-use mul/div by a scalar literal),
@@ -140,6 +151,9 @@ bool backward_from_softmax(module& m, instruction_ref s, match& mt) {
             const bool from_a = leads_to_dot(a);
             if (!from_a && !leads_to_dot(b)) return false;
             mt.bias = from_a ? b : a;
+            // An all-zero constant bias (an all-true mask, as Hugging Face builds one for
+            // unpadded inputs) adds nothing; reading it would cost as much as the scores.
+            if (is_zero_constant(mt.bias)) mt.bias = nullptr;
             x = from_a ? a : b;
             seen_bias = true;
             continue;

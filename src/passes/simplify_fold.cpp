@@ -1,4 +1,5 @@
-// Simplify, constants: instructions computed entirely from literals become literals, and a batch
+// Simplify, constants: instructions computed entirely from literals become literals (an
+// elementwise op of broadcast literals a broadcast of its distinct values), and a batch
 // normalisation after a convolution with constant weights is folded into those weights.
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
@@ -42,6 +43,61 @@ bool find_constant(module& m, instruction_ref ins, const fold_options& o) {
         return false;
     }
     replace(m, ins, m.insert_instruction(ins, op::literal{std::move(value)}, {}));
+    return true;
+}
+
+// From: @4 = where(broadcast(@mask), broadcast(@zero), broadcast(@ninf))   [32,1,197,197]
+// To:   @4 = broadcast(@literal)                 the where of @mask's 197 values, [1,1,197,1]
+//       (a plain literal when every element differs)
+// An elementwise op of broadcast constants is computed once per distinct value, on the axes
+// some input varies along: Hugging Face's all-true attention mask made an additive bias this
+// way, 1.2M elements written and read again per layer that find_constant would not fold.
+bool find_constant_of_broadcasts(module& m, instruction_ref ins, const fold_options& o) {
+    if (!is_elementwise(ins) || ins->inputs().empty()) return false;
+    const dims& lens = ins->get_shape().lens();
+    std::vector<argument> views;
+    bool any_broadcast = false;
+    std::size_t largest_literal = 0;
+    for (auto* in : ins->inputs()) {
+        std::vector<instruction_ref> chain;
+        auto* base = in;
+        while (base->name() == "broadcast") {
+            chain.push_back(base);
+            base = base->inputs()[0];
+        }
+        const auto* v = literal_value(base);
+        if (!v) return false;
+        any_broadcast |= !chain.empty();
+        largest_literal = std::max(largest_literal, v->get_shape().elements());
+        argument view = *v;
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+            view = (*it)->get_operator().eval((*it)->get_shape(), {view}, {}, eval_context{});
+        views.push_back(view);
+    }
+    if (!any_broadcast) return false;
+    dims reduced(lens.size(), 1);
+    for (std::size_t d = 0; d < lens.size(); ++d)
+        for (const auto& v : views)
+            if (v.get_shape().strides()[d] != 0) reduced[d] = lens[d];
+    const std::size_t count = shape{dtype::f32, reduced}.elements();
+    // find_constant's size rule, on the distinct values.
+    if (count > o.max_fold_elements && count > largest_literal) return false;
+    std::vector<shape> reduced_shapes;
+    for (auto& v : views) {
+        v = v.view(shape{v.get_shape().type(), reduced, v.get_shape().strides()});
+        reduced_shapes.push_back(v.get_shape());
+    }
+    argument value;
+    try {
+        const shape out = ins->get_operator().compute_shape(reduced_shapes);
+        value = ins->get_operator().eval(out, views, {}, eval_context{}).contiguous();
+    } catch (const user_error&) {
+        return false; // as in find_constant: reported when the program runs
+    }
+    auto* folded = m.insert_instruction(ins, op::literal{std::move(value)}, {});
+    if (folded->get_shape().lens() != lens)
+        folded = m.insert_instruction(ins, op::broadcast{lens}, {folded});
+    replace(m, ins, folded);
     return true;
 }
 

@@ -34,6 +34,7 @@ struct fold_options {
 
 // simplify_fold.cpp
 bool find_constant(module& m, instruction_ref ins, const fold_options& o);
+bool find_constant_of_broadcasts(module& m, instruction_ref ins, const fold_options& o);
 bool find_conv_batch_norm(module& m, instruction_ref ins);
 
 // simplify_views.cpp

@@ -70,6 +70,27 @@ TEST(attention, fuses_sdpa_with_mask_and_safe_softmax) {
         }
 }
 
+// Hugging Face's mask for unpadded inputs folds to zeros (simplify): the attention takes no bias.
+TEST(attention, an_all_zero_constant_bias_is_dropped) {
+    auto zero_mask = [](module& m) {
+        auto q = m.add_parameter("q", q_shape);
+        auto kt = m.add_parameter("kt", kt_shape);
+        auto v = m.add_parameter("v", v_shape);
+        auto zeros = m.add_literal(from_vector(dtype::f32, {1, 1, 5, 1}, std::vector<float>(5, 0)));
+        auto s = m.add_instruction(op::dot{}, {q, kt});
+        auto b = m.add_instruction(ew(elementwise_kind::add),
+                                   {s, m.add_instruction(op::broadcast{scores}, {zeros})});
+        auto p = m.add_instruction(op::softmax{3}, {b});
+        m.add_return({m.add_instruction(op::dot{}, {p, v})});
+    };
+    auto p = transform_and_compare(zero_mask, run_fuse, 1e-5);
+    EXPECT_EQ(count_named(p.main(), "attention"), 1u) << p.to_string();
+    for (const auto& ins : p.main())
+        if (ins.name() == "attention") {
+            EXPECT_EQ(ins.inputs().size(), 3u) << p.to_string();
+        }
+}
+
 // Hugging Face's eager attention: dot, divide by sqrt(d), add the mask, softmax, dot; and
 // ViT's: no mask at all.
 TEST(attention, fuses_eager_attention_with_a_divisor_and_without_a_mask) {

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace conflux;
 using test::count_named;
 using test::random_literal;
@@ -589,4 +591,38 @@ TEST(simplify, gelu_chain_with_a_shared_intermediate_stays) {
     };
     auto p = test::transform_and_compare(build, run_simplify, 0);
     EXPECT_EQ(count_named(p.main(), "gelu"), 0u) << p.to_string();
+}
+
+// Hugging Face's mask for unpadded inputs: where(range(s) >= 0, 0, -inf) broadcast to
+// [batch, 1, s, s] is computed once per query position, not materialised per batch and key.
+TEST(simplify, an_elementwise_op_of_broadcast_constants_folds_to_its_distinct_values) {
+    auto build = [](module& m) {
+        const dims lens{2, 1, 5, 5};
+        auto x = m.add_parameter("x", f32(lens));
+        auto mask =
+            m.add_literal(from_vector(dtype::boolean, {5, 1}, std::vector<float>{1, 0, 1, 1, 0}));
+        auto zero = m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{0}));
+        auto ninf = m.add_literal(from_vector(
+            dtype::f32, {}, std::vector<float>{-std::numeric_limits<float>::infinity()}));
+        auto bias = m.add_instruction(ew(op::elementwise_kind::where),
+                                      {m.add_instruction(op::broadcast{lens}, {mask}),
+                                       m.add_instruction(op::broadcast{lens}, {zero}),
+                                       m.add_instruction(op::broadcast{lens}, {ninf})});
+        m.add_return({m.add_instruction(ew(add), {x, bias})});
+    };
+    auto p = test::transform_and_compare(build, run_simplify, 0);
+    EXPECT_EQ(count_named(p.main(), "where"), 0u) << p.to_string();
+    for (const auto& ins : p.main())
+        if (const auto* lit = ins.get_operator().get_if<op::literal>()) {
+            EXPECT_EQ(lit->value.get_shape().lens(), (dims{1, 1, 5, 1})) << p.to_string();
+        }
+    // Nothing to gain when every element differs: left to find_constant's size rule.
+    auto varying = [](module& m) {
+        auto a = m.add_literal(random_literal({3, 4}, 1));
+        auto b = m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{2}));
+        m.add_return(
+            {m.add_instruction(ew(mul), {a, m.add_instruction(op::broadcast{{3, 4}}, {b})})});
+    };
+    auto q = test::transform_and_compare(varying, run_simplify, 0);
+    EXPECT_EQ(count_named(q.main(), "mul"), 0u) << q.to_string(); // folded whole
 }
