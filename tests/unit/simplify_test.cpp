@@ -626,3 +626,36 @@ TEST(simplify, an_elementwise_op_of_broadcast_constants_folds_to_its_distinct_va
     auto q = test::transform_and_compare(varying, run_simplify, 0);
     EXPECT_EQ(count_named(q.main(), "mul"), 0u) << q.to_string(); // folded whole
 }
+
+// GPT-2's NewGELU, with the cube as pow(x, 3) and as x * x * x: the tanh form (alpha 1).
+TEST(simplify, the_tanh_gelu_chain_becomes_one_gelu_with_the_tanh_form) {
+    for (bool with_pow : {true, false}) {
+        auto build = [=](module& m) {
+            const dims lens{2, 6};
+            auto c = [&](float v) {
+                return m.add_instruction(
+                    op::broadcast{lens},
+                    {m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{v}))});
+            };
+            auto x = m.add_parameter("x", f32(lens));
+            auto half_x = m.add_instruction(ew(mul), {x, c(0.5f)});
+            auto cube = with_pow
+                            ? m.add_instruction(ew(op::elementwise_kind::pow), {x, c(3)})
+                            : m.add_instruction(ew(mul), {m.add_instruction(ew(mul), {x, x}), x});
+            auto poly =
+                m.add_instruction(ew(add), {x, m.add_instruction(ew(mul), {cube, c(0.044715f)})});
+            auto t = m.add_instruction(ew(op::elementwise_kind::tanh),
+                                       {m.add_instruction(ew(mul), {poly, c(0.7978845608f)})});
+            auto h = m.add_instruction(ew(add), {t, c(1)});
+            m.add_return({m.add_instruction(ew(mul), {half_x, h})});
+        };
+        auto p = test::transform_and_compare(build, run_simplify, 1e-5);
+        EXPECT_EQ(count_named(p.main(), "gelu"), 1u) << p.to_string();
+        EXPECT_EQ(count_named(p.main(), "tanh"), 0u) << p.to_string();
+        for (const auto& ins : p.main())
+            if (const auto* e = ins.get_operator().get_if<op::elementwise>();
+                e != nullptr && e->kind == op::elementwise_kind::gelu) {
+                EXPECT_NE(e->alpha, 0) << "the tanh form";
+            }
+    }
+}
