@@ -564,6 +564,7 @@ TEST(CudaOps, AttentionKernel) {
         bool grouped;                            // k and v broadcast over the head axis
         std::vector<std::int64_t> out_perm = {}; // the output written transposed
         bool every_config = false; // run every attention config, not only the heuristic's
+        float scale = 0.3f;        // negative: the kernel cannot keep raw scores' maximum
     };
     const std::vector<attention_case> cases{
         {"vit 197x197 d64", dtype::f16, {2, 3}, 197, 197, 64, 64, 0, false, false, {}, true},
@@ -594,6 +595,7 @@ TEST(CudaOps, AttentionKernel) {
          {0, 2, 1, 3},
          true},
         {"bf16 seq first", dtype::bf16, {2, 3}, 70, 90, 32, 48, 1, false, false, {2, 0, 1, 3}},
+        {"negative scale", dtype::f16, {1, 2}, 150, 90, 64, 64, 0, false, false, {}, true, -0.2f},
     };
     for (const auto& c : cases) {
         // The heuristic's config, then (the every-config harness) each one that can run it.
@@ -650,7 +652,7 @@ TEST(CudaOps, AttentionKernel) {
                         in.push_back(m.add_literal(from_vector(c.t, scores, values)));
                     }
                     m.add_return(
-                        {m.add_instruction(op::attention{0.3f, c.zero_nan, c.out_perm}, in)});
+                        {m.add_instruction(op::attention{c.scale, c.zero_nan, c.out_perm}, in)});
                 },
                 1, config);
     }

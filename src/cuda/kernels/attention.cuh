@@ -13,14 +13,16 @@
 //   - S = q . k^T on mma.sync m16n8k16 (f16 or bf16 in, f32 accumulators), k fragments by
 //     ldmatrix from the key rows;
 //   - scale, bias (read per element through its strides), keys past the end set to -inf;
+//     without a bias the scale waits for exp2's argument (one FFMA a score);
 //   - online softmax in f32: the running row maximum m and sum l, the output accumulators
 //     rescaled by exp(m_old - m_new) whenever the maximum grows;
 //   - O += P . V with P's accumulators repacked in registers as the next mma's A fragments
 //     and V's fragments by ldmatrix.trans from the value rows.
-// At the end O / l is stored. A row whose l is not positive (every score -inf) or not a number
-// stores zeros when CFG::zero_nan_rows (torch's safe softmax), else what 0/0 or NaN gives.
-// Operands padded to multiples of 16 along the head dims with zeros; any strides, any
-// sequence lengths (rows and keys past the end are zero / masked).
+// Warps whose rows all lie past the end only help load; the last tile's key chunks past the
+// end skip the P . V product. At the end O / l is stored. A row whose l is not positive (every
+// score -inf) or not a number stores zeros when CFG::zero_nan_rows (torch's safe softmax), else
+// what 0/0 or NaN gives. Operands padded to multiples of 16 along the head dims with zeros; any
+// strides, any sequence lengths (rows and keys past the end are zero / masked).
 #pragma once
 
 namespace cx_attention_detail {
@@ -33,6 +35,14 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi, const cx_bf16*) {
     return static_cast<unsigned>(cx_float_to_bf16(lo)) |
            (static_cast<unsigned>(cx_float_to_bf16(hi)) << 16);
 }
+// 2^x in one MUFU.EX2 (exp2f adds a denormal range fix around it): the probabilities are in
+// [0, 1] and rounded to 16 bits for the next product, where flushing below 2^-126 loses nothing.
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                                     const cx_f16*) {
     cx_mma_f16(d, a, b);
@@ -122,9 +132,13 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
     const T* type_tag = nullptr;
     const float ninf = -__int_as_float(0x7f800000);
     constexpr float log2e = 1.4426950408889634f;
-    // Scores are kept in log2 units (scale * log2 e folded into one multiply), so each
-    // probability is one exp2 of a difference.
+    // Probabilities are exp2 of log2-unit scores. Without a bias (and with a positive scale, so
+    // the order of scores is kept) the raw products and their maximum are kept as they are and
+    // the scale is applied inside exp2's argument, one FFMA per score: exp2(s * c - m * c).
+    // With a bias the scores are scaled and biased first (one FFMA) and the factor is 1.
+    constexpr bool RAW = !CFG::HAS_BIAS && CFG::SCALE > 0.0f;
     constexpr float scale_log2 = CFG::SCALE * log2e;
+    constexpr float exp_factor = RAW ? scale_log2 : 1.0f;
 
     // The q tile and the first key and value tiles in one group.
     load_tile_async<T, BR, CFG::DP, QP>(qs, q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
@@ -152,7 +166,9 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
 
     float o[MT][NV][4];
     float m_run[MT][2], l_run[MT][2]; // rows g and g + 8 of each row tile; l: this thread's part
-    int rows[MT][2];
+    // Row r (0: g, 1: g + 8) of the warp's row tile mt; computed where used, not held in
+    // registers (d = 128 with two row tiles uses every one).
+    auto row_of = [&](int mt, int r) { return q0 + (warp * MT + mt) * 16 + g + r * 8; };
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -160,10 +176,9 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
             o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
         m_run[mt][0] = m_run[mt][1] = ninf;
         l_run[mt][0] = l_run[mt][1] = 0.0f;
-        rows[mt][0] = q0 + (warp * MT + mt) * 16 + g;
-        rows[mt][1] = rows[mt][0] + 8;
     }
 
+    const bool warp_active = q0 + warp * MT * 16 < CFG::SQ;
     for (int j0 = 0, tile = 0; j0 < CFG::SK; j0 += BC, ++tile) {
         const T* ks = ks0 + (tile % 2) * BC * QP;
         const T* vs = vs0 + (tile % 2) * BC * VP;
@@ -184,6 +199,14 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
         }
         __syncthreads();
 
+        // A warp whose rows all lie past the end (the last block of a short sequence) only
+        // helps load the tiles; the SM's issue slots go to the warps that have rows.
+        if (!warp_active) {
+            __syncthreads();
+            continue;
+        }
+        // The last tile's 16-key chunks that hold no key take no part in O += P . V.
+        const bool tail = j0 + BC > CFG::SK;
         // S = q . k^T: each key fragment loaded once serves the warp's MT row tiles.
         float s[MT][NS][4];
 #pragma unroll
@@ -219,8 +242,8 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
             }
         }
 
-        // Scale, bias, mask (keys past the end only in the last tile); online softmax.
-        const bool tail = j0 + BC > CFG::SK;
+        // Scale and bias (unless RAW), mask (keys past the end only in the last tile); online
+        // softmax.
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
             float tile_max[2] = {ninf, ninf};
@@ -229,9 +252,11 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2;
-                    float x = s[mt][n][e] * scale_log2;
-                    if (CFG::HAS_BIAS && j < CFG::SK && rows[mt][r] < CFG::SQ)
-                        x += cx_load(bias + rows[mt][r] * CFG::B_ROW + j * CFG::B_COL) * log2e;
+                    float x = RAW ? s[mt][n][e] : s[mt][n][e] * scale_log2;
+                    if (CFG::HAS_BIAS && j < CFG::SK && row_of(mt, r) < CFG::SQ)
+                        x = fmaf(s[mt][n][e], scale_log2,
+                                 cx_load(bias + row_of(mt, r) * CFG::B_ROW + j * CFG::B_COL) *
+                                     log2e);
                     if (tail && j >= CFG::SK) x = ninf;
                     s[mt][n][e] = x;
                     tile_max[r] = fmaxf(tile_max[r], x);
@@ -245,14 +270,15 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
                 const float m_new = fmaxf(m_old, tile_max[r]);
                 // A row that has seen only -inf so far keeps offset 0: exp2(-inf) = 0, no NaN.
                 const float use_new = m_new == ninf ? 0.0f : m_new;
-                alpha[r] = m_old == ninf ? 0.0f : exp2f(m_old - use_new);
+                alpha[r] = m_old == ninf ? 0.0f : fast_exp2((m_old - use_new) * exp_factor);
                 m_run[mt][r] = m_new;
+                const float offset = use_new * exp_factor;
                 float sum = 0.0f;
 #pragma unroll
                 for (int n = 0; n < NS; ++n)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
-                        const float p = exp2f(s[mt][n][r * 2 + e] - use_new);
+                        const float p = fast_exp2(fmaf(s[mt][n][r * 2 + e], exp_factor, -offset));
                         s[mt][n][r * 2 + e] = p;
                         sum += p;
                     }
@@ -271,6 +297,7 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
         // fragment loaded once serves the MT row tiles.
 #pragma unroll
         for (int kk = 0; kk < BC / 16; ++kk) {
+            if (tail && j0 + kk * 16 >= CFG::SK) continue; // probabilities all 0
             unsigned a[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
@@ -305,7 +332,7 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             const bool zero = CFG::ZERO_NAN_ROWS && !(l > 0.0f);
             const float inv = 1.0f / l;
-            const int row = rows[mt][r];
+            const int row = row_of(mt, r);
             if (row >= CFG::SQ) continue;
 #pragma unroll
             for (int n = 0; n < NV; ++n)
