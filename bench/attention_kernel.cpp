@@ -32,9 +32,15 @@ struct attention_shape {
 };
 
 const std::vector<attention_shape> shapes{
-    {"vit_197_d64", 32, 12, 197, 64},     {"vit_197_d128", 32, 6, 197, 128},
-    {"whisper_1500_d64", 8, 6, 1500, 64}, {"whisper_1500_d128", 8, 3, 1500, 128},
-    {"long_4096_d64", 2, 16, 4096, 64},   {"long_4096_d128", 2, 8, 4096, 128},
+    {"vit_197_d64", 32, 12, 197, 64},
+    {"vit_197_d128", 32, 6, 197, 128},
+    {"whisper_1500_d64", 8, 6, 1500, 64},
+    {"whisper_1500_d128", 8, 3, 1500, 128},
+    {"long_4096_d64", 2, 16, 4096, 64},
+    {"long_4096_d128", 2, 8, 4096, 128},
+    // Batch 1 of BERT-base and ViT-B/16: launches of few blocks (the heuristic's small blocks).
+    {"bert_b1_128_d64", 1, 12, 128, 64},
+    {"vit_b1_197_d64", 1, 12, 197, 64},
 };
 
 // q, k, v [batch, heads, seq, d]; fused: the attention op on q, k^T (a view), v; unfused: the
@@ -104,7 +110,9 @@ int run(const std::string& only, bool check, bool every_config) {
             }
             if (every_config) {
                 row["heuristic_config"] =
-                    cuda::choose_attention_config(s.seq, s.seq, s.head_dim, s.head_dim).name();
+                    cuda::choose_attention_config(s.batch * s.heads, s.seq, s.seq, s.head_dim,
+                                                  s.head_dim)
+                        .name();
                 nlohmann::json configs = nlohmann::json::object();
                 for (const auto& c : cuda::attention_configs()) {
                     if (!cuda::attention_config_obstacle(c, s.head_dim, s.head_dim).empty())

@@ -47,6 +47,12 @@ std::size_t rows_of(const shape& q) {
 std::size_t cols_of(const shape& q) {
     return q.lens()[q.rank() - 1];
 }
+std::size_t batches_of(const shape& q) {
+    std::size_t n = 1;
+    for (std::size_t i = 0; i + 2 < q.rank(); ++i)
+        n *= q.lens()[i];
+    return n;
+}
 
 TEST(CudaAttentionKernel, SaysWhatItCannotTake) {
     EXPECT_NE(attention_kernel_obstacle(operands(dtype::f32, {1, 2}, 8, 8, 64, 64, false))
@@ -72,8 +78,8 @@ TEST(CudaAttentionKernel, CompilesWithNvrtcAcrossShapes) {
         SCOPED_TRACE(to_string(in[0]) + " x " + to_string(in[1]));
         for (bool zero_nan : {false, true}) {
             const kernel_source k = generate(in, zero_nan);
-            const attention_config c = choose_attention_config(rows_of(in[0]), cols_of(in[1]),
-                                                               cols_of(in[0]), cols_of(in[2]));
+            const attention_config c = choose_attention_config(
+                batches_of(in[0]), rows_of(in[0]), cols_of(in[1]), cols_of(in[0]), cols_of(in[2]));
             EXPECT_EQ(k.launch.block[0], unsigned(c.warps) * 32u);
             EXPECT_GT(k.launch.shared_bytes, 0u);
             try {
@@ -89,20 +95,47 @@ TEST(CudaAttentionKernel, CompilesWithNvrtcAcrossShapes) {
 TEST(CudaAttentionKernel, HeuristicPicksARunnableConfigAndNoPaddingBlocksForFewQueries) {
     for (std::size_t d = 1; d <= 128; d += 7)
         for (std::size_t dv : {std::size_t(1), std::size_t(40), std::size_t(128), d})
-            for (std::size_t sq : {1, 64, 65, 197, 1500, 4096}) {
-                const attention_config c = choose_attention_config(sq, 77, d, dv);
-                EXPECT_EQ(attention_config_obstacle(c, d, dv), "")
-                    << c.name() << " for d " << d << " dv " << dv;
-                if (sq <= 64) {
-                    EXPECT_LE(std::size_t(c.rows()), std::size_t(64)) << c.name();
+            for (std::size_t sq : {1, 64, 65, 197, 1500, 4096})
+                for (std::size_t batches : {1, 12, 384}) {
+                    const attention_config c = choose_attention_config(batches, sq, 77, d, dv);
+                    EXPECT_EQ(attention_config_obstacle(c, d, dv), "")
+                        << c.name() << " for d " << d << " dv " << dv;
+                    if (sq <= 64) {
+                        EXPECT_LE(std::size_t(c.rows()), std::size_t(64)) << c.name();
+                    }
                 }
-            }
     // The launch covers every query row with the chosen config's blocks.
     const auto in = operands(dtype::f16, {2, 12}, 197, 197, 64, 64, false);
     const kernel_source k = generate(in, false);
-    const attention_config c = choose_attention_config(197, 197, 64, 64);
+    const attention_config c = choose_attention_config(24, 197, 197, 64, 64);
     EXPECT_EQ(k.launch.grid[1], unsigned((197 + c.rows() - 1) / c.rows()));
     EXPECT_NE(k.code.find("// attention config " + c.name()), std::string::npos);
+}
+
+// Launches of many blocks keep the configs measured fastest (bench/results/
+// 2026-12-04c_attention.json); a launch that would leave most SMs idle takes smaller blocks
+// until it has about one block per SM, or the smallest there is.
+TEST(CudaAttentionKernel, HeuristicShrinksBlocksOnlyForLaunchesOfFewBlocks) {
+    EXPECT_EQ(choose_attention_config(384, 197, 197, 64, 64).name(), "w4_m2_n64"); // ViT b32
+    EXPECT_EQ(choose_attention_config(32, 4096, 4096, 128, 128).name(), "w8_m2_n64");
+    // BERT at batch 1: 12 heads of 128 queries, 12 blocks of 128 rows; 16-row blocks give 96.
+    const attention_config bert = choose_attention_config(12, 128, 128, 64, 64);
+    EXPECT_EQ(bert.name(), "w1_m1_n64");
+    // Whisper's encoder at batch 1: 6 heads of 1500 queries; 64-row blocks give 144.
+    const attention_config whisper = choose_attention_config(6, 1500, 1500, 64, 64);
+    EXPECT_EQ(whisper.name(), "w4_m1_n64");
+    EXPECT_GE(6 * ((1500 + whisper.rows() - 1) / whisper.rows()), 128);
+    EXPECT_LT(6 * ((1500 + 2 * whisper.rows() - 1) / (2 * whisper.rows())), 128);
+}
+
+// A forced config whose blocks would not fit the grid's second dimension (65535) runs the
+// heuristic's config instead and says so in the source.
+TEST(CudaAttentionKernel, AForcedConfigBeyondTheGridLeavesTheHeuristics) {
+    const auto in = operands(dtype::f16, {1}, 2000000, 8, 16, 16, false);
+    const kernel_source k = generate(in, false, "w1_m1_n64");
+    EXPECT_NE(k.code.find("more than 65535 blocks of 16 query rows"), std::string::npos);
+    const attention_config c = choose_attention_config(1, 2000000, 8, 16, 16);
+    EXPECT_EQ(k.launch.grid[1], unsigned((2000000 + c.rows() - 1) / c.rows()));
 }
 
 TEST(CudaAttentionKernel, ConfigNamesRoundTripAndBadOnesAreUserErrors) {

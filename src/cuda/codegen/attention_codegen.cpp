@@ -16,7 +16,8 @@ namespace conflux::cuda {
 namespace {
 
 constexpr std::size_t max_head_dim = 128;
-// The smallest block of any config: what the grid-size check counts with.
+// What the grid-size check counts with: the heuristic takes blocks of fewer rows only for
+// launches of few blocks, and a forced config that would exceed the grid falls back to it.
 constexpr std::size_t smallest_block_rows = 64;
 // Shared memory a block may opt in to on sm_80 (163 KB; sm_90 allows 227 KB).
 constexpr std::size_t max_shared_bytes = 163 * 1024;
@@ -52,18 +53,21 @@ std::size_t shared_bytes_for(const attention_config& c, std::size_t dp, std::siz
 
 // The forced config where it can run these head dims, else the heuristic's; `note` says why a
 // forced one was not taken.
-attention_config config_for(const std::string& forced, std::size_t sq, std::size_t sk,
-                            std::size_t d, std::size_t dv, std::string& note) {
+attention_config config_for(const std::string& forced, std::size_t batches, std::size_t sq,
+                            std::size_t sk, std::size_t d, std::size_t dv, std::string& note) {
     if (!forced.empty()) {
         auto c = parse_attention_config(forced);
         CONFLUX_USER_CHECK(c.has_value(), "attention config '", forced,
                            "' is not one (expected e.g. w4_m2_n64)");
-        const std::string why = attention_config_obstacle(*c, d, dv);
+        std::string why = attention_config_obstacle(*c, d, dv);
+        const std::size_t rows = std::size_t(c->rows());
+        if (why.empty() && (sq + rows - 1) / rows > 65535)
+            why = "more than 65535 blocks of " + std::to_string(rows) + " query rows";
         if (why.empty()) return *c;
         note = "// attention config " + forced + " cannot run here (" + why +
                "); the heuristic's instead\n";
     }
-    return choose_attention_config(sq, sk, d, dv);
+    return choose_attention_config(batches, sq, sk, d, dv);
 }
 
 kernel_source generate_attention(const kernel_request& r) {
@@ -95,7 +99,7 @@ kernel_source generate_attention(const kernel_request& r) {
         s += "    static constexpr " + type + " " + name + " = " + value + ";\n";
     };
     std::string note;
-    const attention_config config = config_for(r.config, sq, sk, d, dv, note);
+    const attention_config config = config_for(r.config, batches, sq, sk, d, dv, note);
     const std::size_t br_rows = std::size_t(config.rows()),
                       threads = std::size_t(config.warps) * 32;
     s = "// attention config " + config.name() + "\n" + note + s;
@@ -180,6 +184,10 @@ std::vector<attention_config> attention_configs() {
         for (int row_tiles : {1, 2})
             for (int key_tile : {64, 128})
                 all.push_back({warps, row_tiles, key_tile});
+    // Small blocks, for launches of few heads and short sequences (batch-1 transformers).
+    for (int warps : {1, 2})
+        for (int row_tiles : {1, 2})
+            all.push_back({warps, row_tiles, 64});
     return all;
 }
 
@@ -208,15 +216,28 @@ std::string attention_config_obstacle(const attention_config& c, std::size_t d, 
 // Measured on the H200 (bench/results/2026-12-04c_attention.json, every config on sequences
 // 197, 1,500 and 4,096, head dims 64 and 128): two row tiles per warp with 64-key tiles won on
 // every shape; 8 warps (256 rows a block, each key tile shared by twice the rows) only on the
-// 4,096 sequences, 4 elsewhere. A query count of at most 64 keeps one row tile, so that a
-// short sequence (decoding, cross-attention of a few queries) does not compute padding rows.
-attention_config choose_attention_config(std::size_t sq, std::size_t sk, std::size_t d,
-                                         std::size_t dv) {
+// 4,096 sequences, 4 elsewhere. Those shapes launch hundreds of blocks. A launch of few heads
+// and short sequences (BERT at batch 1: 12 heads of 128 queries, 12 such blocks) would leave
+// most SMs idle, so the rows per block shrink until the launch has about one block per SM.
+// A query count of at most 64 keeps to 64-row blocks or smaller, so that a short sequence
+// (decoding, cross-attention of a few queries) does not compute padding rows.
+attention_config choose_attention_config(std::size_t batches, std::size_t sq, std::size_t sk,
+                                         std::size_t d, std::size_t dv) {
     (void)sk;
-    if (sq <= 64) return attention_config{4, 1, 64};
-    const attention_config wide{sq >= 2048 ? 8 : 4, 2, 64};
-    if (attention_config_obstacle(wide, d, dv).empty()) return wide;
-    return attention_config{4, 1, 64};
+    constexpr std::size_t enough_blocks = 128;
+    std::vector<attention_config> candidates;
+    if (sq > 64) candidates.push_back({sq >= 2048 ? 8 : 4, 2, 64});
+    for (const attention_config c :
+         {attention_config{4, 1, 64}, attention_config{2, 1, 64}, attention_config{1, 1, 64}})
+        candidates.push_back(c);
+    attention_config chosen{4, 1, 64};
+    for (const attention_config& c : candidates) {
+        if (!attention_config_obstacle(c, d, dv).empty()) continue;
+        chosen = c;
+        const std::size_t rows = std::size_t(c.rows());
+        if (batches * ((sq + rows - 1) / rows) >= enough_blocks) break;
+    }
+    return chosen;
 }
 
 void add_attention_generators() {

@@ -31,8 +31,8 @@ std::optional<attention_config> parse_attention_config(const std::string& name);
 // Why `c` cannot run head dims d and dv (its shared memory, or its registers would spill);
 // empty when it can.
 std::string attention_config_obstacle(const attention_config& c, std::size_t d, std::size_t dv);
-// The config for these lengths when none is forced.
-attention_config choose_attention_config(std::size_t sq, std::size_t sk, std::size_t d,
-                                         std::size_t dv);
+// The config for `batches` entries (batch x heads) of these lengths when none is forced.
+attention_config choose_attention_config(std::size_t batches, std::size_t sq, std::size_t sk,
+                                         std::size_t d, std::size_t dv);
 
 } // namespace conflux::cuda
