@@ -12,6 +12,7 @@
 
 #include "conflux/util/errors.hpp"
 #include "cuda/codegen/codegen_text.hpp"
+#include "cuda/codegen/wgmma_text.hpp"
 
 namespace conflux::cuda::gemm {
 
@@ -19,32 +20,6 @@ namespace {
 
 std::string u(std::size_t v) {
     return std::to_string(v) + "u";
-}
-
-// The instruction for one N as a device function (its accumulators are N / 2 registers).
-std::string wgmma_function(const std::string& name, unsigned n, dtype t, bool trans_a,
-                           bool trans_b) {
-    const unsigned regs = n / 2;
-    const std::string type = t == dtype::bf16 ? "bf16" : "f16";
-    std::string s = "__device__ __forceinline__ void " + name + "(float (&d)[" +
-                    std::to_string(regs) +
-                    "], unsigned long long a, unsigned long long b) {\n"
-                    "    asm volatile(\"{\\n\"\n"
-                    "        \"wgmma.mma_async.sync.aligned.m64n" +
-                    std::to_string(n) + "k16.f32." + type + "." + type + " {\"\n";
-    for (unsigned i = 0; i < regs; i += 8) {
-        s += "        \"";
-        for (unsigned j = i; j < std::min(regs, i + 8); ++j)
-            s += "%" + std::to_string(j) + (j + 1 < regs ? ", " : "");
-        s += "\"\n";
-    }
-    s += "        \"}, %" + std::to_string(regs) + ", %" + std::to_string(regs + 1) +
-         ", 1, 1, 1, " + (trans_a ? "1" : "0") + ", " + (trans_b ? "1" : "0") + ";\\n\"\n";
-    s += "        \"}\\n\"\n        : ";
-    for (unsigned j = 0; j < regs; ++j)
-        s += std::string(j ? ", " : "") + "\"+f\"(d[" + std::to_string(j) + "])";
-    s += "\n        : \"l\"(a), \"l\"(b));\n}\n";
-    return s;
 }
 
 // The shared-state-space address (an unsigned expression) of the share starting at tile row
@@ -82,7 +57,8 @@ compute_text wgmma_compute(const codegen_context& c, const std::string& store_ca
     const std::string in = "    ", in2 = "        ", in3 = "            ";
     const bool trans_a = k.a.major == operand_major::mn, trans_b = k.b.major == operand_major::mn;
     compute_text r;
-    r.functions = wgmma_function("cx_wgmma_tile", k.group_tile_n, c.problem.type, trans_a, trans_b);
+    r.functions = wgmma_function("cx_wgmma_tile", k.group_tile_n, c.problem.type,
+                                 trans_a ? wgmma_a::shared_transposed : wgmma_a::shared, trans_b);
     std::string& s = r.setup;
     s += in + "const int cx_wgroup = cx_warp >> 2, cx_quarter = cx_warp & 3;\n";
     s += in + "const unsigned cx_gm0 = (unsigned)(cx_wgroup % " + std::to_string(k.groups_m) +
