@@ -14,6 +14,7 @@
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
+#include "cuda/codegen/gemm/perf_config.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -109,9 +110,11 @@ int run(const std::string& only, bool check, bool every_config) {
                 }
             }
             if (every_config) {
+                const bool wgmma =
+                    cuda::arch_has_wgmma(cuda::compile(build(s, true), o).stats().arch);
                 row["heuristic_config"] =
                     cuda::choose_attention_config(s.batch * s.heads, s.seq, s.seq, s.head_dim,
-                                                  s.head_dim)
+                                                  s.head_dim, wgmma)
                         .name();
                 nlohmann::json configs = nlohmann::json::object();
                 for (const auto& c : cuda::attention_configs()) {

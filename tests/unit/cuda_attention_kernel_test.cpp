@@ -34,11 +34,12 @@ std::vector<shape> operands(dtype t, dims batch, std::size_t sq, std::size_t sk,
     return in;
 }
 
+// For a target with wgmma (sm_90) unless told otherwise.
 kernel_source generate(const std::vector<shape>& in, bool zero_nan = false,
-                       const std::string& config = "") {
+                       const std::string& config = "", bool wgmma = true) {
     const operation op = op::attention{0.125f, zero_nan};
     const shape out = op.compute_shape(in);
-    return generate_kernel({&op, in, {out}, {}, "cx_attention_test", config});
+    return generate_kernel({&op, in, {out}, {}, "cx_attention_test", config, wgmma});
 }
 
 std::size_t rows_of(const shape& q) {
@@ -78,8 +79,9 @@ TEST(CudaAttentionKernel, CompilesWithNvrtcAcrossShapes) {
         SCOPED_TRACE(to_string(in[0]) + " x " + to_string(in[1]));
         for (bool zero_nan : {false, true}) {
             const kernel_source k = generate(in, zero_nan);
-            const attention_config c = choose_attention_config(
-                batches_of(in[0]), rows_of(in[0]), cols_of(in[1]), cols_of(in[0]), cols_of(in[2]));
+            const attention_config c =
+                choose_attention_config(batches_of(in[0]), rows_of(in[0]), cols_of(in[1]),
+                                        cols_of(in[0]), cols_of(in[2]), true);
             EXPECT_EQ(k.launch.block[0], unsigned(c.warps) * 32u);
             EXPECT_GT(k.launch.shared_bytes, 0u);
             try {
@@ -96,46 +98,64 @@ TEST(CudaAttentionKernel, HeuristicPicksARunnableConfigAndNoPaddingBlocksForFewQ
     for (std::size_t d = 1; d <= 128; d += 7)
         for (std::size_t dv : {std::size_t(1), std::size_t(40), std::size_t(128), d})
             for (std::size_t sq : {1, 64, 65, 197, 1500, 4096})
-                for (std::size_t batches : {1, 12, 384}) {
-                    const attention_config c = choose_attention_config(batches, sq, 77, d, dv);
-                    EXPECT_EQ(attention_config_obstacle(c, d, dv), "")
-                        << c.name() << " for d " << d << " dv " << dv;
-                    if (sq <= 64) {
-                        EXPECT_LE(std::size_t(c.rows()), std::size_t(64)) << c.name();
+                for (std::size_t batches : {1, 12, 384})
+                    for (bool wgmma : {false, true}) {
+                        const attention_config c =
+                            choose_attention_config(batches, sq, 77, d, dv, wgmma);
+                        EXPECT_EQ(attention_config_obstacle(c, d, dv, wgmma), "")
+                            << c.name() << " for d " << d << " dv " << dv;
+                        if (sq <= 64) {
+                            EXPECT_LE(std::size_t(c.rows()), std::size_t(64)) << c.name();
+                        }
                     }
-                }
     // The launch covers every query row with the chosen config's blocks.
     const auto in = operands(dtype::f16, {2, 12}, 197, 197, 64, 64, false);
     const kernel_source k = generate(in, false);
-    const attention_config c = choose_attention_config(24, 197, 197, 64, 64);
+    const attention_config c = choose_attention_config(24, 197, 197, 64, 64, true);
     EXPECT_EQ(k.launch.grid[1], unsigned((197 + c.rows() - 1) / c.rows()));
     EXPECT_NE(k.code.find("// attention config " + c.name()), std::string::npos);
 }
 
-// Launches of many blocks keep the configs measured fastest (bench/results/
-// 2026-12-04c_attention.json); a launch that would leave most SMs idle takes smaller blocks
-// until it has about one block per SM, or the smallest there is.
-TEST(CudaAttentionKernel, HeuristicShrinksBlocksOnlyForLaunchesOfFewBlocks) {
-    EXPECT_EQ(choose_attention_config(384, 197, 197, 64, 64).name(), "w4_m2_n64"); // ViT b32
-    EXPECT_EQ(choose_attention_config(32, 4096, 4096, 128, 128).name(), "w8_m2_n64");
-    // BERT at batch 1: 12 heads of 128 queries, 12 blocks of 128 rows; 16-row blocks give 96.
-    const attention_config bert = choose_attention_config(12, 128, 128, 64, 64);
-    EXPECT_EQ(bert.name(), "w1_m1_n64");
-    // Whisper's encoder at batch 1: 6 heads of 1500 queries; 64-row blocks give 144.
-    const attention_config whisper = choose_attention_config(6, 1500, 1500, 64, 64);
-    EXPECT_EQ(whisper.name(), "w4_m1_n64");
-    EXPECT_GE(6 * ((1500 + whisper.rows() - 1) / whisper.rows()), 128);
-    EXPECT_LT(6 * ((1500 + 2 * whisper.rows() - 1) / (2 * whisper.rows())), 128);
+// The heuristic's picks are the configs measured fastest (bench/results/
+// 2026-12-05_attention_h100.json): wgmma where it runs; for launches of few blocks (batch-1
+// transformers) 64-row blocks with 128-key tiles.
+TEST(CudaAttentionKernel, HeuristicTakesTheMeasuredFastestConfigs) {
+    auto pick = [](std::size_t batches, std::size_t sq, std::size_t d, bool wgmma) {
+        return choose_attention_config(batches, sq, sq, d, d, wgmma).name();
+    };
+    EXPECT_EQ(pick(384, 197, 64, false), "w4_m2_n64"); // ViT-B/16 at batch 32
+    EXPECT_EQ(pick(384, 197, 64, true), "w4_m1_n64_wgmma");
+    EXPECT_EQ(pick(192, 197, 128, true), "w8_m1_n64_wgmma");
+    EXPECT_EQ(pick(32, 4096, 128, false), "w8_m2_n64");
+    EXPECT_EQ(pick(32, 4096, 64, true), "w8_m1_n128_wgmma");
+    // Head dims wgmma does not take run on mma.sync.
+    EXPECT_EQ(pick(384, 197, 72, true), "w4_m2_n64");
+    // BERT at batch 1: 12 heads of 128 queries would be 12 blocks of 128 rows.
+    EXPECT_EQ(pick(12, 128, 64, false), "w4_m1_n128");
+    EXPECT_EQ(pick(12, 128, 64, true), "w4_m1_n128_wgmma");
+    // Whisper's encoder at batch 1: 6 heads of 1,500 queries, 144 blocks of 64 rows.
+    EXPECT_EQ(pick(6, 1500, 64, true), "w4_m1_n64_wgmma");
+    EXPECT_EQ(pick(6, 1500, 64, false), "w4_m1_n128");
 }
 
-// A forced config whose blocks would not fit the grid's second dimension (65535) runs the
-// heuristic's config instead and says so in the source.
-TEST(CudaAttentionKernel, AForcedConfigBeyondTheGridLeavesTheHeuristics) {
-    const auto in = operands(dtype::f16, {1}, 2000000, 8, 16, 16, false);
-    const kernel_source k = generate(in, false, "w1_m1_n64");
-    EXPECT_NE(k.code.find("more than 65535 blocks of 16 query rows"), std::string::npos);
-    const attention_config c = choose_attention_config(1, 2000000, 8, 16, 16);
-    EXPECT_EQ(k.launch.grid[1], unsigned((2000000 + c.rows() - 1) / c.rows()));
+// wgmma configs run head dims 64 and 128 on Hopper only; elsewhere a forced one leaves the
+// heuristic's config in place and says why. The kernel is compiled for sm_90a.
+TEST(CudaAttentionKernel, WgmmaConfigsSayWhereTheyCannotRun) {
+    const attention_config c{8, 1, 64, true};
+    EXPECT_EQ(c.name(), "w8_m1_n64_wgmma");
+    EXPECT_EQ(parse_attention_config("w8_m1_n64_wgmma"), c);
+    EXPECT_EQ(attention_config_obstacle(c, 64, 64), "");
+    EXPECT_EQ(attention_config_obstacle(c, 128, 64), "");
+    EXPECT_NE(attention_config_obstacle(c, 72, 72).find("wgmma configs take 64 or 128"),
+              std::string::npos);
+    EXPECT_NE(attention_config_obstacle(c, 64, 64, false).find("sm_90"), std::string::npos);
+    const auto in = operands(dtype::f16, {2, 3}, 100, 90, 64, 64, true);
+    const kernel_source on_hopper = generate(in, false, c.name());
+    EXPECT_TRUE(on_hopper.arch_specific);
+    EXPECT_NE(on_hopper.code.find("cx_attention_wgmma<"), std::string::npos);
+    const kernel_source elsewhere = generate(in, false, c.name(), false);
+    EXPECT_FALSE(elsewhere.arch_specific);
+    EXPECT_NE(elsewhere.code.find("cannot run here (wgmma needs sm_90"), std::string::npos);
 }
 
 TEST(CudaAttentionKernel, ConfigNamesRoundTripAndBadOnesAreUserErrors) {

@@ -1,4 +1,5 @@
-// The attention op's kernel (src/cuda/kernels/attention.cuh does the work): the shape struct
+// The attention op's kernel (src/cuda/kernels/attention.cuh does the work, attention_wgmma.cuh
+// for _wgmma configs, whose two instructions are written here): the shape struct
 // with every len and stride, the batch entry's element 0 of each operand, the config (forced, or
 // the heuristic's), the launch (one block per batch entry and config.rows() query rows). An
 // out_perm only changes the output's strides.
@@ -8,7 +9,9 @@
 #include "cuda/codegen/codegen_text.hpp"
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/generator.hpp"
+#include "cuda/codegen/wgmma_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace conflux::cuda {
@@ -16,8 +19,7 @@ namespace conflux::cuda {
 namespace {
 
 constexpr std::size_t max_head_dim = 128;
-// What the grid-size check counts with: the heuristic takes blocks of fewer rows only for
-// launches of few blocks, and a forced config that would exceed the grid falls back to it.
+// The smallest block of any config: what the grid-size check counts with.
 constexpr std::size_t smallest_block_rows = 64;
 // Shared memory a block may opt in to on sm_80 (163 KB; sm_90 allows 227 KB).
 constexpr std::size_t max_shared_bytes = 163 * 1024;
@@ -45,29 +47,29 @@ std::string batch_offset(const std::string& name, const shape& s, std::size_t ba
     return f + "    return off;\n}\n";
 }
 
-// The q tile and two buffers each of key and value rows (attention.cuh).
+// The q tile and two buffers each of key and value rows (attention.cuh; rows padded by 8
+// elements so that ldmatrix rows fall on distinct banks, swizzled instead for wgmma).
 std::size_t shared_bytes_for(const attention_config& c, std::size_t dp, std::size_t dvp) {
     const std::size_t rows = std::size_t(c.rows()), keys = std::size_t(c.key_tile);
-    return (rows * (dp + 8) + 2 * keys * (dp + 8) + 2 * keys * (dvp + 8)) * 2;
+    const std::size_t pad = c.wgmma ? 0 : 8;
+    return (rows * (dp + pad) + 2 * keys * (dp + pad) + 2 * keys * (dvp + pad)) * 2;
 }
 
 // The forced config where it can run these head dims, else the heuristic's; `note` says why a
 // forced one was not taken.
-attention_config config_for(const std::string& forced, std::size_t batches, std::size_t sq,
-                            std::size_t sk, std::size_t d, std::size_t dv, std::string& note) {
+attention_config config_for(const std::string& forced, bool has_wgmma, std::size_t batches,
+                            std::size_t sq, std::size_t sk, std::size_t d, std::size_t dv,
+                            std::string& note) {
     if (!forced.empty()) {
         auto c = parse_attention_config(forced);
         CONFLUX_USER_CHECK(c.has_value(), "attention config '", forced,
                            "' is not one (expected e.g. w4_m2_n64)");
-        std::string why = attention_config_obstacle(*c, d, dv);
-        const std::size_t rows = std::size_t(c->rows());
-        if (why.empty() && (sq + rows - 1) / rows > 65535)
-            why = "more than 65535 blocks of " + std::to_string(rows) + " query rows";
+        const std::string why = attention_config_obstacle(*c, d, dv, has_wgmma);
         if (why.empty()) return *c;
         note = "// attention config " + forced + " cannot run here (" + why +
                "); the heuristic's instead\n";
     }
-    return choose_attention_config(batches, sq, sk, d, dv);
+    return choose_attention_config(batches, sq, sk, d, dv, has_wgmma);
 }
 
 kernel_source generate_attention(const kernel_request& r) {
@@ -92,14 +94,22 @@ kernel_source generate_attention(const kernel_request& r) {
     };
     char scale[64];
     std::snprintf(scale, sizeof scale, "%.9e", double(a->scale));
-    std::string s = text::include_prelude({"types.cuh", "gemm.cuh", "attention.cuh"}) +
-                    text::suppress_unused_warnings;
+    std::string note;
+    const attention_config config = config_for(r.config, r.wgmma, batches, sq, sk, d, dv, note);
+    std::string s = text::include_prelude({"types.cuh", "gemm.cuh", "attention.cuh"});
+    if (config.wgmma) {
+        // The two instructions attention_wgmma.cuh calls, then the kernel itself.
+        const unsigned n_s = unsigned(config.key_tile), n_o = unsigned(round16(dv));
+        s += "#include \"conflux/wgmma.cuh\"\n" +
+             wgmma_function("cx_attention_mma_s", n_s, q.type(), wgmma_a::shared, false) +
+             wgmma_function("cx_attention_mma_o", n_o, q.type(), wgmma_a::registers, true) +
+             "#include \"conflux/attention_wgmma.cuh\"\n\n";
+    }
+    s += text::suppress_unused_warnings;
     s += "struct cx_attention_shape {\n";
     auto member = [&](const std::string& type, const std::string& name, const std::string& value) {
         s += "    static constexpr " + type + " " + name + " = " + value + ";\n";
     };
-    std::string note;
-    const attention_config config = config_for(r.config, batches, sq, sk, d, dv, note);
     const std::size_t br_rows = std::size_t(config.rows()),
                       threads = std::size_t(config.warps) * 32;
     s = "// attention config " + config.name() + "\n" + note + s;
@@ -135,12 +145,15 @@ kernel_source generate_attention(const kernel_request& r) {
          text::kernel_signature(r.entry, text::buffer_parameters(r.inputs, r.outputs),
                                 unsigned(threads)) +
          " {\n";
-    s += "    extern __shared__ __align__(16) unsigned char cx_smem[];\n";
+    // wgmma's swizzle patterns repeat every 1024 bytes and must start on such a boundary.
+    s += std::string("    extern __shared__ __align__(") + (config.wgmma ? "1024" : "16") +
+         ") unsigned char cx_smem[];\n";
     s += "    const long long b = blockIdx.x;\n";
-    s += "    cx_attention<cx_attention_shape, " + t + ", " + tb + ", " + storage_type(y.type()) +
+    s += std::string("    ") + (config.wgmma ? "cx_attention_wgmma" : "cx_attention") +
+         "<cx_attention_shape, " + t + ", " + tb + ", " + storage_type(y.type()) +
          ">(in0 + cx_q_at(b), in1 + cx_k_at(b), in2 + cx_v_at(b), " +
-         (has_bias ? "in3 + cx_b_at(b)" : "(const " + tb + "*)nullptr") +
-         ", out0 + cx_o_at(b), reinterpret_cast<" + t + "*>(cx_smem));\n";
+         (has_bias ? "in3 + cx_b_at(b)" : "(const " + tb + "*)nullptr") + ", out0 + cx_o_at(b), " +
+         (config.wgmma ? "cx_smem" : "reinterpret_cast<" + t + "*>(cx_smem)") + ");\n";
     s += "}\n";
     kernel_source k;
     k.entry = r.entry;
@@ -148,6 +161,7 @@ kernel_source generate_attention(const kernel_request& r) {
     k.launch.grid = {unsigned(batches), unsigned((sq + br_rows - 1) / br_rows), 1};
     k.launch.block = {unsigned(threads), 1, 1};
     k.launch.shared_bytes = unsigned(shared_bytes_for(config, round16(d), round16(dv)));
+    k.arch_specific = config.wgmma;
     return k;
 }
 
@@ -175,7 +189,7 @@ std::string attention_kernel_obstacle(const std::vector<shape>& inputs) {
 
 std::string attention_config::name() const {
     return "w" + std::to_string(warps) + "_m" + std::to_string(row_tiles) + "_n" +
-           std::to_string(key_tile);
+           std::to_string(key_tile) + (wgmma ? "_wgmma" : "");
 }
 
 std::vector<attention_config> attention_configs() {
@@ -184,10 +198,10 @@ std::vector<attention_config> attention_configs() {
         for (int row_tiles : {1, 2})
             for (int key_tile : {64, 128})
                 all.push_back({warps, row_tiles, key_tile});
-    // Small blocks, for launches of few heads and short sequences (batch-1 transformers).
-    for (int warps : {1, 2})
-        for (int row_tiles : {1, 2})
-            all.push_back({warps, row_tiles, 64});
+    // Hopper's warpgroup MMA: one or two warpgroups of 64 rows.
+    for (int warps : {4, 8})
+        for (int key_tile : {64, 128})
+            all.push_back({warps, 1, key_tile, true});
     return all;
 }
 
@@ -197,15 +211,24 @@ std::optional<attention_config> parse_attention_config(const std::string& name) 
     return std::nullopt;
 }
 
-std::string attention_config_obstacle(const attention_config& c, std::size_t d, std::size_t dv) {
+std::string attention_config_obstacle(const attention_config& c, std::size_t d, std::size_t dv,
+                                      bool has_wgmma) {
     const std::size_t dp = round16(d), dvp = round16(dv), mt = std::size_t(c.row_tiles);
+    if (c.wgmma) {
+        if (!has_wgmma) return "wgmma needs sm_90 (Hopper)";
+        // attention_wgmma.cuh tiles q, k and v in whole 64-column swizzle regions.
+        if ((d != 64 && d != 128) || (dv != 64 && dv != 128))
+            return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
+                   " (wgmma configs take 64 or 128)";
+    }
     const std::size_t shared = shared_bytes_for(c, dp, dvp);
     if (shared > max_shared_bytes)
         return std::to_string(shared) + " bytes of shared memory (at most " +
                std::to_string(max_shared_bytes) + ")";
-    // As attention.cuh keeps them: scores and accumulators of MT row tiles, q's fragments when
-    // MT * D / 16 <= 8.
-    const std::size_t q_regs = mt * dp / 16 <= 8 ? mt * dp / 16 * 4 : 0;
+    // As the kernels keep them: scores and accumulators of MT row tiles, and q's fragments
+    // when MT * D / 16 <= 8 (attention.cuh) or the probabilities' fragments (wgmma).
+    const std::size_t q_regs =
+        c.wgmma ? std::size_t(c.key_tile) / 4 : (mt * dp / 16 <= 8 ? mt * dp / 16 * 4 : 0);
     const std::size_t regs = mt * std::size_t(c.key_tile) / 2 + mt * dvp / 2 + q_regs;
     if (regs > max_fragment_registers)
         return std::to_string(regs) + " fragment registers per thread would spill (at most " +
@@ -213,31 +236,36 @@ std::string attention_config_obstacle(const attention_config& c, std::size_t d, 
     return "";
 }
 
-// Measured on the H200 (bench/results/2026-12-04c_attention.json, every config on sequences
-// 197, 1,500 and 4,096, head dims 64 and 128): two row tiles per warp with 64-key tiles won on
-// every shape; 8 warps (256 rows a block, each key tile shared by twice the rows) only on the
-// 4,096 sequences, 4 elsewhere. Those shapes launch hundreds of blocks. A launch of few heads
-// and short sequences (BERT at batch 1: 12 heads of 128 queries, 12 such blocks) would leave
-// most SMs idle, so the rows per block shrink until the launch has about one block per SM.
-// A query count of at most 64 keeps to 64-row blocks or smaller, so that a short sequence
-// (decoding, cross-attention of a few queries) does not compute padding rows.
+// Fitted to every config timed on sequences of 197, 1,500 and 4,096 with head dims 64 and 128,
+// and on BERT's and ViT's batch 1 (bench/results/2026-12-05_attention_h100.json, H100; the
+// mma.sync configs also 2026-12-04c_attention.json, H200):
+//  - wgmma, where it runs, beat every mma.sync config on every shape (1.2-1.35x): two
+//    warpgroups with 64-key tiles for head dim 128; for 64, one warpgroup with 64-key tiles
+//    up to 2,048 queries and two with 128-key tiles from there;
+//  - without wgmma, two row tiles per warp with 64-key tiles, 8 warps from 2,048 queries;
+//  - a launch of fewer than 128 such blocks (batch 1: BERT's 12 heads of 128 queries, 12
+//    blocks of 128 rows) leaves most SMs idle: 64-row blocks with 128-key tiles were fastest
+//    there (1.3x the 128-row blocks; blocks of 16 or 32 rows were slower);
+//  - at most 64 queries keep to 64-row blocks, so that a short sequence (decoding,
+//    cross-attention of a few queries) does not compute padding rows.
 attention_config choose_attention_config(std::size_t batches, std::size_t sq, std::size_t sk,
-                                         std::size_t d, std::size_t dv) {
+                                         std::size_t d, std::size_t dv, bool has_wgmma) {
     (void)sk;
     constexpr std::size_t enough_blocks = 128;
-    std::vector<attention_config> candidates;
-    if (sq > 64) candidates.push_back({sq >= 2048 ? 8 : 4, 2, 64});
-    for (const attention_config c :
-         {attention_config{4, 1, 64}, attention_config{2, 1, 64}, attention_config{1, 1, 64}})
-        candidates.push_back(c);
-    attention_config chosen{4, 1, 64};
-    for (const attention_config& c : candidates) {
-        if (!attention_config_obstacle(c, d, dv).empty()) continue;
-        chosen = c;
-        const std::size_t rows = std::size_t(c.rows());
-        if (batches * ((sq + rows - 1) / rows) >= enough_blocks) break;
-    }
-    return chosen;
+    const bool wgmma = has_wgmma && (d == 64 || d == 128) && (dv == 64 || dv == 128);
+    const bool wide_heads = std::max(d, dv) > 64;
+    attention_config many{sq >= 2048 ? 8 : 4, 2, 64};
+    if (wgmma)
+        many = wide_heads   ? attention_config{8, 1, 64, true}
+               : sq >= 2048 ? attention_config{8, 1, 128, true}
+                            : attention_config{4, 1, 64, true};
+    const std::size_t rows = std::size_t(many.rows());
+    if (sq > 64 && batches * ((sq + rows - 1) / rows) >= enough_blocks &&
+        attention_config_obstacle(many, d, dv, has_wgmma).empty())
+        return many;
+    const attention_config few{4, 1, 128, wgmma};
+    if (attention_config_obstacle(few, d, dv, has_wgmma).empty()) return few;
+    return attention_config{4, 1, 64};
 }
 
 void add_attention_generators() {

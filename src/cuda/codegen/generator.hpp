@@ -23,6 +23,8 @@ struct kernel_request {
     // A config the kernel family must use when it can (the attention kernel's); empty: its
     // heuristic.
     std::string config;
+    // Whether the target runs sm_90a's warpgroup MMA (the attention kernel's _wgmma configs).
+    bool wgmma = false;
 };
 
 using generator_fn = std::function<kernel_source(const kernel_request&)>;

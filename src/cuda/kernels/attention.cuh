@@ -103,6 +103,91 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long 
     }
 }
 
+// One online-softmax step of this thread's two rows of a 16-row tile (row0 = its row g, and
+// row0 + 8) over one tile of keys starting at j0. s holds the scores of NS blocks of 8 keys in
+// the accumulator layout of mma.sync and wgmma alike (s[4n + e]: row g for e < 2, else g + 8;
+// key j0 + 8n + 2 t4 + e % 2). Scales and biases them (or, RAW, keeps the raw products and
+// applies the scale inside exp2's argument), masks the keys past the end (tail: this is the
+// last tile), turns s into probabilities, updates the running maximum and sum, and returns each
+// row's rescale factor of the output accumulators in alpha.
+template <class CFG, int NS, class TB>
+__device__ __forceinline__ void online_softmax(float* s, const TB* bias, int row0, int j0, int t4,
+                                               bool tail, float (&m_run)[2], float (&l_run)[2],
+                                               float (&alpha)[2]) {
+    const float ninf = -__int_as_float(0x7f800000);
+    constexpr float log2e = 1.4426950408889634f;
+    // Probabilities are exp2 of log2-unit scores. Without a bias (and with a positive scale, so
+    // the order of scores is kept) the raw products and their maximum are kept as they are and
+    // the scale is applied inside exp2's argument, one FFMA per score: exp2(s * c - m * c).
+    // With a bias the scores are scaled and biased first (one FFMA) and the factor is 1.
+    constexpr bool RAW = !CFG::HAS_BIAS && CFG::SCALE > 0.0f;
+    constexpr float scale_log2 = CFG::SCALE * log2e;
+    constexpr float exp_factor = RAW ? scale_log2 : 1.0f;
+    float tile_max[2] = {ninf, ninf};
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2, row = row0 + r * 8;
+            float x = RAW ? s[4 * n + e] : s[4 * n + e] * scale_log2;
+            if (CFG::HAS_BIAS && j < CFG::SK && row < CFG::SQ)
+                x = fmaf(s[4 * n + e], scale_log2,
+                         cx_load(bias + row * CFG::B_ROW + j * CFG::B_COL) * log2e);
+            if (tail && j >= CFG::SK) x = ninf;
+            s[4 * n + e] = x;
+            tile_max[r] = fmaxf(tile_max[r], x);
+        }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float m_old = m_run[r];
+        const float m_new = fmaxf(m_old, tile_max[r]);
+        // A row that has seen only -inf so far keeps offset 0: exp2(-inf) = 0, no NaN.
+        const float use_new = m_new == ninf ? 0.0f : m_new;
+        alpha[r] = m_old == ninf ? 0.0f : fast_exp2((m_old - use_new) * exp_factor);
+        m_run[r] = m_new;
+        const float offset = use_new * exp_factor;
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < NS; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const float p = fast_exp2(fmaf(s[4 * n + r * 2 + e], exp_factor, -offset));
+                s[4 * n + r * 2 + e] = p;
+                sum += p;
+            }
+        l_run[r] = l_run[r] * alpha[r] + sum;
+    }
+}
+
+// O / l of this thread's two rows (row0, row0 + 8) of a 16-row tile: o holds NV blocks of 8
+// output columns in the accumulator layout; l_run the thread's part of each row's sum. A row
+// whose sum is not positive or not a number stores zeros when CFG::ZERO_NAN_ROWS.
+template <class CFG, int NV, class TO>
+__device__ __forceinline__ void store_rows(const float* o, TO* out, int row0, int t4,
+                                           const float (&l_run)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float l = l_run[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const bool zero = CFG::ZERO_NAN_ROWS && !(l > 0.0f);
+        const float inv = 1.0f / l;
+        const int row = row0 + r * 8;
+        if (row >= CFG::SQ) continue;
+#pragma unroll
+        for (int n = 0; n < NV; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int col = n * 8 + t4 * 2 + e;
+                if (col >= CFG::DV) continue;
+                const float value = zero ? 0.0f : o[4 * n + r * 2 + e] * inv;
+                cx_store(out + row * CFG::O_ROW + col * CFG::O_COL, value);
+            }
+    }
+}
+
 } // namespace cx_attention_detail
 
 // CFG: SQ, SK, D, DV (lens), DP, DVP (D and DV rounded up to 16), the element strides
@@ -131,14 +216,6 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
     const int q0 = blockIdx.y * BR;
     const T* type_tag = nullptr;
     const float ninf = -__int_as_float(0x7f800000);
-    constexpr float log2e = 1.4426950408889634f;
-    // Probabilities are exp2 of log2-unit scores. Without a bias (and with a positive scale, so
-    // the order of scores is kept) the raw products and their maximum are kept as they are and
-    // the scale is applied inside exp2's argument, one FFMA per score: exp2(s * c - m * c).
-    // With a bias the scores are scaled and biased first (one FFMA) and the factor is 1.
-    constexpr bool RAW = !CFG::HAS_BIAS && CFG::SCALE > 0.0f;
-    constexpr float scale_log2 = CFG::SCALE * log2e;
-    constexpr float exp_factor = RAW ? scale_log2 : 1.0f;
 
     // The q tile and the first key and value tiles in one group.
     load_tile_async<T, BR, CFG::DP, QP>(qs, q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
@@ -242,48 +319,12 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
             }
         }
 
-        // Scale and bias (unless RAW), mask (keys past the end only in the last tile); online
-        // softmax.
+        // Scale, bias, mask, online softmax; the output accumulators rescaled.
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-            float tile_max[2] = {ninf, ninf};
-#pragma unroll
-            for (int n = 0; n < NS; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2;
-                    float x = RAW ? s[mt][n][e] : s[mt][n][e] * scale_log2;
-                    if (CFG::HAS_BIAS && j < CFG::SK && row_of(mt, r) < CFG::SQ)
-                        x = fmaf(s[mt][n][e], scale_log2,
-                                 cx_load(bias + row_of(mt, r) * CFG::B_ROW + j * CFG::B_COL) *
-                                     log2e);
-                    if (tail && j >= CFG::SK) x = ninf;
-                    s[mt][n][e] = x;
-                    tile_max[r] = fmaxf(tile_max[r], x);
-                }
             float alpha[2];
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-                tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-                const float m_old = m_run[mt][r];
-                const float m_new = fmaxf(m_old, tile_max[r]);
-                // A row that has seen only -inf so far keeps offset 0: exp2(-inf) = 0, no NaN.
-                const float use_new = m_new == ninf ? 0.0f : m_new;
-                alpha[r] = m_old == ninf ? 0.0f : fast_exp2((m_old - use_new) * exp_factor);
-                m_run[mt][r] = m_new;
-                const float offset = use_new * exp_factor;
-                float sum = 0.0f;
-#pragma unroll
-                for (int n = 0; n < NS; ++n)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const float p = fast_exp2(fmaf(s[mt][n][r * 2 + e], exp_factor, -offset));
-                        s[mt][n][r * 2 + e] = p;
-                        sum += p;
-                    }
-                l_run[mt][r] = l_run[mt][r] * alpha[r] + sum;
-            }
+            online_softmax<CFG, NS>(&s[mt][0][0], bias, row_of(mt, 0), j0, t4, tail, m_run[mt],
+                                    l_run[mt], alpha);
 #pragma unroll
             for (int n = 0; n < NV; ++n) {
                 o[mt][n][0] *= alpha[0];
@@ -325,23 +366,5 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
 
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            float l = l_run[mt][r];
-            l += __shfl_xor_sync(0xffffffffu, l, 1);
-            l += __shfl_xor_sync(0xffffffffu, l, 2);
-            const bool zero = CFG::ZERO_NAN_ROWS && !(l > 0.0f);
-            const float inv = 1.0f / l;
-            const int row = row_of(mt, r);
-            if (row >= CFG::SQ) continue;
-#pragma unroll
-            for (int n = 0; n < NV; ++n)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int col = n * 8 + t4 * 2 + e;
-                    if (col >= CFG::DV) continue;
-                    const float value = zero ? 0.0f : o[mt][n][r * 2 + e] * inv;
-                    cx_store(out + row * CFG::O_ROW + col * CFG::O_COL, value);
-                }
-        }
+        store_rows<CFG, NV>(&o[mt][0][0], out, row_of(mt, 0), t4, l_run[mt]);
 }

@@ -220,7 +220,7 @@ private:
                                         [&](const std::string& entry) {
                                             return generate_kernel({&op, shapes_of(inputs),
                                                                     out_shapes, modules, entry,
-                                                                    config});
+                                                                    config, options_.limits.wgmma});
                                         }),
                            inputs, outputs, origin);
                 values[ins] = outputs;

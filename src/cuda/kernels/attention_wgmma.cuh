@@ -1,0 +1,177 @@
+// Fused attention on Hopper's warpgroup MMA (wgmma, sm_90a): the same algorithm and results as
+// cx_attention (attention.cuh: online softmax in f32, scores never in memory), for head dims of
+// 64 or 128. Included by the kernels attention_codegen writes for _wgmma configs; they define
+// the shape struct CFG (as for cx_attention, with WARPS = 4 per warpgroup and MT = 1) and two
+// instructions (wgmma_text): cx_attention_mma_s (m64 x BC x k16, q and k from shared memory)
+// and cx_attention_mma_o (m64 x DVP x k16, the probabilities from registers, v from shared
+// memory, N-major).
+//
+// Warpgroup w of the block owns query rows 64w..64w+63, its warp q rows 16q..16q+15 of those,
+// with the accumulators in mma.sync's C layout, so the softmax step and the final store are
+// cx_attention's (online_softmax, store_rows) and the probabilities become the next product's
+// A operand in registers without moving. Per tile of BC keys: S = q . k^T as DP / 16 wgmma
+// reading both tiles from shared memory, softmax, O = O * alpha + P . V as BC / 16 wgmma with
+// P in registers. Key and value tiles are double-buffered through cp.async as in cx_attention.
+//
+// Shared memory holds every tile (q, k and v alike) as regions of 64 columns, each row 128
+// bytes with the 16-byte chunks swizzled (chunk c of row r at c ^ (r % 8)): wgmma's 128-byte
+// swizzle, read as K-major for q and k and as N-major for v (wgmma.cuh).
+#pragma once
+
+namespace cx_attention_detail {
+
+// Byte offset of the 16-byte chunk holding columns 8c..8c+7 of row r in a swizzled tile of
+// ROWS rows.
+template <int ROWS> __device__ __forceinline__ unsigned swizzled_chunk(int r, int c) {
+    return unsigned(c / 8) * (ROWS * 128u) + unsigned(r) * 128u +
+           unsigned(((c % 8) ^ (r % 8)) * 16);
+}
+
+// Copies a ROWS x COLS tile (row r, column c at src + r * row_stride + c * col_stride; rows
+// past valid_rows zero) into the swizzled layout at shared address dst: cp.async 16 bytes at a
+// time where the source allows it, element by element otherwise. The caller commits, waits
+// and fences for the async proxy.
+template <class T, int ROWS, int COLS>
+__device__ __forceinline__ void load_swizzled(unsigned dst, T* dst_generic, const T* src,
+                                              long long row_stride, long long col_stride,
+                                              int valid_rows) {
+    constexpr int chunks = COLS / 8;
+    const bool vector = col_stride == 1 && row_stride % 8 == 0 &&
+                        (reinterpret_cast<unsigned long long>(src) & 15) == 0;
+    for (int i = threadIdx.x; i < ROWS * chunks; i += blockDim.x) {
+        const int r = i / chunks, c = i % chunks;
+        const unsigned offset = swizzled_chunk<ROWS>(r, c);
+        const bool full = r < valid_rows;
+        if (vector) {
+            cx_cp_async<16>(dst + offset,
+                            full ? static_cast<const void*>(src + r * row_stride + c * 8)
+                                 : static_cast<const void*>(src),
+                            full);
+        } else {
+            T* d = dst_generic + offset / sizeof(T);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                T v;
+                v.bits = 0;
+                if (full) v = src[r * row_stride + (c * 8 + e) * col_stride];
+                d[e] = v;
+            }
+        }
+    }
+}
+
+} // namespace cx_attention_detail
+
+template <class CFG, class T, class TB, class TO>
+__device__ __forceinline__ void
+cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* __restrict__ v,
+                   const TB* __restrict__ bias, TO* __restrict__ out, unsigned char* smem) {
+    using namespace cx_attention_detail;
+    constexpr int BC = CFG::BC, BR = CFG::WARPS * 16, DP = CFG::DP, DVP = CFG::DVP;
+    constexpr int NS = BC / 8, NV = DVP / 8;
+    static_assert(CFG::WARPS % 4 == 0 && CFG::MT == 1, "whole warpgroups, 16 rows a warp");
+    static_assert(DP % 64 == 0 && DVP % 64 == 0, "tiles of whole 64-column regions");
+    constexpr unsigned Q_BYTES = BR * DP * 2, K_BYTES = BC * DP * 2, V_BYTES = BC * DVP * 2;
+    const unsigned base = cx_shared_address(smem);
+    const unsigned qs = base, ks0 = qs + Q_BYTES, vs0 = ks0 + 2 * K_BYTES;
+    T* const generic = reinterpret_cast<T*>(smem);
+    auto generic_at = [&](unsigned address) { return generic + (address - base) / sizeof(T); };
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, group = warp / 4;
+    const int g = lane / 4, t4 = lane % 4;
+    const int q0 = blockIdx.y * BR;
+    const T* type_tag = nullptr;
+    const float ninf = -__int_as_float(0x7f800000);
+
+    auto load_keys = [&](int tile, int j) {
+        const unsigned kd = ks0 + (tile % 2) * K_BYTES, vd = vs0 + (tile % 2) * V_BYTES;
+        load_swizzled<T, BC, DP>(kd, generic_at(kd), kt + j * CFG::K_ROW, CFG::K_ROW, CFG::K_COL,
+                                 CFG::SK - j);
+        load_swizzled<T, BC, DVP>(vd, generic_at(vd), v + j * CFG::V_ROW, CFG::V_ROW, CFG::V_COL,
+                                  CFG::SK - j);
+    };
+    load_swizzled<T, BR, DP>(qs, generic_at(qs), q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
+                             CFG::SQ - q0);
+    load_keys(0, 0);
+    cx_cp_async_commit();
+
+    float o[NV * 4];
+#pragma unroll
+    for (int i = 0; i < NV * 4; ++i)
+        o[i] = 0.0f;
+    float m_run[2] = {ninf, ninf}, l_run[2] = {0.0f, 0.0f};
+    const int row0 = q0 + warp * 16 + g;
+    const bool group_active = q0 + group * 64 < CFG::SQ;
+
+    for (int j0 = 0, tile = 0; j0 < CFG::SK; j0 += BC, ++tile) {
+        if (j0 + BC < CFG::SK) {
+            load_keys(tile + 1, j0 + BC);
+            cx_cp_async_commit();
+            cx_cp_async_wait<1>();
+        } else {
+            cx_cp_async_wait<0>();
+        }
+        cx_fence_proxy_async(); // this thread's copies, visible to wgmma after the barrier
+        __syncthreads();
+        if (!group_active) {
+            __syncthreads();
+            continue;
+        }
+        const bool tail = j0 + BC > CFG::SK;
+        const unsigned kb = ks0 + (tile % 2) * K_BYTES, vb = vs0 + (tile % 2) * V_BYTES;
+
+        // S = q . k^T: 16 columns of depth at a time, 32 bytes into a 128-byte row.
+        float s[NS * 4];
+#pragma unroll
+        for (int i = 0; i < NS * 4; ++i)
+            s[i] = 0.0f;
+        cx_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < DP / 16; ++ks) {
+            const unsigned depth = unsigned(ks % 4) * 32u;
+            const unsigned qa = qs + unsigned(ks / 4) * (BR * 128u) + group * 64u * 128u + depth;
+            const unsigned ka = kb + unsigned(ks / 4) * (BC * 128u) + depth;
+            cx_attention_mma_s(s, cx_wgmma_desc(qa, 16u, 1024u, 128u),
+                               cx_wgmma_desc(ka, 16u, 1024u, 128u));
+        }
+        cx_wgmma_commit();
+        cx_wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < NS * 4; ++i)
+            asm volatile("" : "+f"(s[i])::"memory");
+
+        float alpha[2];
+        online_softmax<CFG, NS>(s, bias, row0, j0, t4, tail, m_run, l_run, alpha);
+#pragma unroll
+        for (int n = 0; n < NV; ++n) {
+            o[4 * n + 0] *= alpha[0];
+            o[4 * n + 1] *= alpha[0];
+            o[4 * n + 2] *= alpha[1];
+            o[4 * n + 3] *= alpha[1];
+        }
+
+        // O += P . V: the probabilities of keys 16kk..16kk+15 as the A operand; v's rows
+        // 16kk.. of every 64-column region (LBO: the region's size).
+        unsigned p[BC / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; ++kk) {
+            p[kk][0] = pack2(s[8 * kk + 0], s[8 * kk + 1], type_tag);
+            p[kk][1] = pack2(s[8 * kk + 2], s[8 * kk + 3], type_tag);
+            p[kk][2] = pack2(s[8 * kk + 4], s[8 * kk + 5], type_tag);
+            p[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7], type_tag);
+        }
+        cx_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; ++kk) {
+            if (tail && j0 + kk * 16 >= CFG::SK) continue; // probabilities all 0
+            cx_attention_mma_o(
+                o, p[kk], cx_wgmma_desc(vb + unsigned(kk) * 16u * 128u, BC * 128u, 1024u, 128u));
+        }
+        cx_wgmma_commit();
+        cx_wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < NV * 4; ++i)
+            asm volatile("" : "+f"(o[i])::"memory");
+        __syncthreads(); // every warp is done with this tile's buffers before they are refilled
+    }
+    store_rows<CFG, NV>(o, out, row0, t4, l_run);
+}
