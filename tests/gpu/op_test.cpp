@@ -574,7 +574,7 @@ TEST(CudaOps, AttentionKernel) {
         {"broadcast mask safe softmax", dtype::f16, {2, 2}, 70, 65, 32, 32, 2, true, false},
         {"-inf rows safe softmax", dtype::f16, {1, 2}, 20, 20, 16, 16, 3, true, false, {}, true},
         {"-inf rows plain", dtype::bf16, {1, 1}, 20, 20, 16, 16, 3, false, false},
-        {"grouped query", dtype::f16, {1, 4}, 64, 130, 64, 64, 0, false, true},
+        {"grouped query", dtype::f16, {1, 4}, 64, 130, 64, 64, 0, false, true, {}, true},
         {"one row one key", dtype::f16, {1}, 1, 1, 16, 16, 0, false, false},
         // 128-row blocks (sequences of 512 and more) with d128, a mask and key tails; and head
         // dims that are not multiples of 8 (q and k copied at once, v by cp.async).
