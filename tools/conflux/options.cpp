@@ -105,7 +105,8 @@ void add_target_options(CLI::App& command, target_options& options) {
     command
         .add_option("--attention-config", options.attention_config,
                     "Use this config for every fused attention kernel that can run it, e.g. "
-                    "w4_m2_n64 (the others use the heuristic; --dump-kernels shows which)")
+                    "w4_m2_n64, or w8_m1_n64_wgmma on Hopper (the others use the heuristic; "
+                    "--dump-kernels shows which)")
         ->type_name("CONFIG");
     command.add_flag("--exact-fp32", options.exact_fp32,
                      "f32 convolutions and matrix products in exact fp32 instead of TF32 "
