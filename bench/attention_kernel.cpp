@@ -93,8 +93,10 @@ int run(const std::string& only, bool check, bool every_config) {
             // The heuristic's configs for its two matrix products: tuning them costs minutes
             // of the device call (and the chain is the baseline, not the claim).
             unfused_options.tune = cuda::tune_mode::none;
+            std::string arch; // what the fused program was compiled for
             for (bool fused : {true, false}) {
                 auto compiled = cuda::compile(build(s, fused), fused ? o : unfused_options);
+                if (fused) arch = compiled.stats().arch;
                 const auto prof = compiled.profile(params, {10, 50});
                 const std::string key = fused ? "fused" : "unfused";
                 row[key + "_ms"] = prof.median_ms;
@@ -110,15 +112,14 @@ int run(const std::string& only, bool check, bool every_config) {
                 }
             }
             if (every_config) {
-                const bool wgmma =
-                    cuda::arch_has_wgmma(cuda::compile(build(s, true), o).stats().arch);
+                const bool wgmma = cuda::arch_has_wgmma(arch);
                 row["heuristic_config"] =
                     cuda::choose_attention_config(s.batch * s.heads, s.seq, s.seq, s.head_dim,
                                                   s.head_dim, wgmma)
                         .name();
                 nlohmann::json configs = nlohmann::json::object();
                 for (const auto& c : cuda::attention_configs()) {
-                    if (!cuda::attention_config_obstacle(c, s.head_dim, s.head_dim).empty())
+                    if (!cuda::attention_config_obstacle(c, s.head_dim, s.head_dim, wgmma).empty())
                         continue;
                     cuda::compile_options forced = o;
                     forced.attention_config = c.name();

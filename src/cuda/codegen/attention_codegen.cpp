@@ -239,7 +239,7 @@ std::string attention_config_obstacle(const attention_config& c, std::size_t d, 
 // Fitted to every config timed on sequences of 197, 1,500 and 4,096 with head dims 64 and 128,
 // and on BERT's and ViT's batch 1 (bench/results/2026-12-05_attention_h100.json, H100; the
 // mma.sync configs also 2026-12-04c_attention.json, H200):
-//  - wgmma, where it runs, beat every mma.sync config on every shape (1.2-1.35x): two
+//  - wgmma, where it runs, beat every mma.sync config on every shape (1.1-1.35x): two
 //    warpgroups with 64-key tiles for head dim 128; for 64, one warpgroup with 64-key tiles
 //    up to 2,048 queries and two with 128-key tiles from there;
 //  - without wgmma, two row tiles per warp with 64-key tiles, 8 warps from 2,048 queries;

@@ -108,12 +108,12 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long 
 // the accumulator layout of mma.sync and wgmma alike (s[4n + e]: row g for e < 2, else g + 8;
 // key j0 + 8n + 2 t4 + e % 2). Scales and biases them (or, RAW, keeps the raw products and
 // applies the scale inside exp2's argument), masks the keys past the end (tail: this is the
-// last tile), turns s into probabilities, updates the running maximum and sum, and returns each
-// row's rescale factor of the output accumulators in alpha.
-template <class CFG, int NS, class TB>
-__device__ __forceinline__ void online_softmax(float* s, const TB* bias, int row0, int j0, int t4,
-                                               bool tail, float (&m_run)[2], float (&l_run)[2],
-                                               float (&alpha)[2]) {
+// last tile), turns s into probabilities, updates the running maximum and sum, and rescales the
+// output accumulators o (NV blocks of 8 columns, the same layout) by each row's factor.
+template <class CFG, int NS, int NV, class TB>
+__device__ __forceinline__ void online_softmax(float* s, float* o, const TB* bias, int row0, int j0,
+                                               int t4, bool tail, float (&m_run)[2],
+                                               float (&l_run)[2]) {
     const float ninf = -__int_as_float(0x7f800000);
     constexpr float log2e = 1.4426950408889634f;
     // Probabilities are exp2 of log2-unit scores. Without a bias (and with a positive scale, so
@@ -145,7 +145,7 @@ __device__ __forceinline__ void online_softmax(float* s, const TB* bias, int row
         const float m_new = fmaxf(m_old, tile_max[r]);
         // A row that has seen only -inf so far keeps offset 0: exp2(-inf) = 0, no NaN.
         const float use_new = m_new == ninf ? 0.0f : m_new;
-        alpha[r] = m_old == ninf ? 0.0f : fast_exp2((m_old - use_new) * exp_factor);
+        const float alpha = m_old == ninf ? 0.0f : fast_exp2((m_old - use_new) * exp_factor);
         m_run[r] = m_new;
         const float offset = use_new * exp_factor;
         float sum = 0.0f;
@@ -157,8 +157,23 @@ __device__ __forceinline__ void online_softmax(float* s, const TB* bias, int row
                 s[4 * n + r * 2 + e] = p;
                 sum += p;
             }
-        l_run[r] = l_run[r] * alpha[r] + sum;
+        l_run[r] = l_run[r] * alpha + sum;
+#pragma unroll
+        for (int n = 0; n < NV; ++n) {
+            o[4 * n + r * 2] *= alpha;
+            o[4 * n + r * 2 + 1] *= alpha;
+        }
     }
+}
+
+// The A fragment of P . V for 16 keys from the probabilities of two 8-key blocks s[0..7] (the
+// accumulator layout that online_softmax leaves them in), rounded to T.
+template <class T>
+__device__ __forceinline__ void pack_probabilities(unsigned (&a)[4], const float* s, const T* tag) {
+    a[0] = pack2(s[0], s[1], tag);
+    a[1] = pack2(s[2], s[3], tag);
+    a[2] = pack2(s[4], s[5], tag);
+    a[3] = pack2(s[6], s[7], tag);
 }
 
 // O / l of this thread's two rows (row0, row0 + 8) of a 16-row tile: o holds NV blocks of 8
@@ -321,32 +336,19 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
 
         // Scale, bias, mask, online softmax; the output accumulators rescaled.
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-            float alpha[2];
-            online_softmax<CFG, NS>(&s[mt][0][0], bias, row_of(mt, 0), j0, t4, tail, m_run[mt],
-                                    l_run[mt], alpha);
-#pragma unroll
-            for (int n = 0; n < NV; ++n) {
-                o[mt][n][0] *= alpha[0];
-                o[mt][n][1] *= alpha[0];
-                o[mt][n][2] *= alpha[1];
-                o[mt][n][3] *= alpha[1];
-            }
-        }
+        for (int mt = 0; mt < MT; ++mt)
+            online_softmax<CFG, NS, NV>(&s[mt][0][0], &o[mt][0][0], bias, row_of(mt, 0), j0, t4,
+                                        tail, m_run[mt], l_run[mt]);
 
-        // O += P . V: P's accumulators of keys 16kk..16kk+15 are the A fragment; each value
-        // fragment loaded once serves the MT row tiles.
+            // O += P . V: P's accumulators of keys 16kk..16kk+15 are the A fragment; each value
+            // fragment loaded once serves the MT row tiles.
 #pragma unroll
         for (int kk = 0; kk < BC / 16; ++kk) {
             if (tail && j0 + kk * 16 >= CFG::SK) continue; // probabilities all 0
             unsigned a[MT][4];
 #pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-                a[mt][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1], type_tag);
-                a[mt][1] = pack2(s[mt][2 * kk][2], s[mt][2 * kk][3], type_tag);
-                a[mt][2] = pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1], type_tag);
-                a[mt][3] = pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3], type_tag);
-            }
+            for (int mt = 0; mt < MT; ++mt)
+                pack_probabilities(a[mt], &s[mt][2 * kk][0], type_tag);
 #pragma unroll
             for (int n = 0; n < NV; n += 2) {
                 const int mi = lane / 8;

@@ -139,26 +139,14 @@ cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* _
         for (int i = 0; i < NS * 4; ++i)
             asm volatile("" : "+f"(s[i])::"memory");
 
-        float alpha[2];
-        online_softmax<CFG, NS>(s, bias, row0, j0, t4, tail, m_run, l_run, alpha);
-#pragma unroll
-        for (int n = 0; n < NV; ++n) {
-            o[4 * n + 0] *= alpha[0];
-            o[4 * n + 1] *= alpha[0];
-            o[4 * n + 2] *= alpha[1];
-            o[4 * n + 3] *= alpha[1];
-        }
+        online_softmax<CFG, NS, NV>(s, o, bias, row0, j0, t4, tail, m_run, l_run);
 
         // O += P . V: the probabilities of keys 16kk..16kk+15 as the A operand; v's rows
         // 16kk.. of every 64-column region (LBO: the region's size).
         unsigned p[BC / 16][4];
 #pragma unroll
-        for (int kk = 0; kk < BC / 16; ++kk) {
-            p[kk][0] = pack2(s[8 * kk + 0], s[8 * kk + 1], type_tag);
-            p[kk][1] = pack2(s[8 * kk + 2], s[8 * kk + 3], type_tag);
-            p[kk][2] = pack2(s[8 * kk + 4], s[8 * kk + 5], type_tag);
-            p[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7], type_tag);
-        }
+        for (int kk = 0; kk < BC / 16; ++kk)
+            pack_probabilities(p[kk], &s[8 * kk], type_tag);
         cx_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BC / 16; ++kk) {
