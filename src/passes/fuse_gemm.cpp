@@ -95,6 +95,7 @@ std::vector<instruction_ref> layout_tail(instruction_ref from) {
 
 // The pointwise body may broadcast one of its parameters; when that parameter is the anchor's
 // (viewed) result the broadcast would sit after the anchor, which the gemm kernel cannot hold.
+// Nor can it hold a concat of the anchor's result: the kernel has only its own tile's elements.
 bool broadcasts_chain_input(instruction_ref epilogue,
                             const std::unordered_set<instruction_ref>& chain_values) {
     const module& body = *epilogue->module_inputs().front();
@@ -106,7 +107,7 @@ bool broadcasts_chain_input(instruction_ref epilogue,
         bool from_chain = std::any_of(ins.inputs().begin(), ins.inputs().end(),
                                       [&](instruction_ref in) { return reached.contains(in); });
         if (!from_chain) continue;
-        if (ins.get_operator().traits().replicates) return true;
+        if (ins.get_operator().traits().replicates || ins.name() == "concat") return true;
         reached.insert(const_cast<instruction_ref>(&ins));
     }
     return false;

@@ -30,6 +30,13 @@ bool is_view(instruction_ref ins) {
     return ins->get_operator().traits().view;
 }
 
+// A concat joins a group as an elementwise op does: each element of the group's result still
+// reads one element of each input it needs, the concat only chooses which input. DenseNet's
+// concat -> batch norm -> ReLU is then one kernel instead of a copy and a second pass over it.
+bool joins_group(instruction_ref ins) {
+    return is_elementwise(ins) || ins->name() == "concat";
+}
+
 struct group {
     instruction_ref output = nullptr;
     std::vector<instruction_ref> members; // in module order
@@ -51,9 +58,9 @@ group grow_group(instruction_ref output,
     auto push_inputs = [&](instruction_ref ins) {
         for (auto* in : ins->inputs()) {
             if (members.contains(in) || assigned.contains(in)) continue;
-            if (is_elementwise(in) && !is_view(ins))
+            if (joins_group(in) && !is_view(ins))
                 todo.push(in);
-            else if (is_view(in) && !is_elementwise(in->inputs().front()))
+            else if (is_view(in) && !joins_group(in->inputs().front()))
                 todo.push(in);
         }
     };

@@ -69,15 +69,15 @@ void simplify::apply(module& m) const {
             // Dead values (including ones an earlier rewrite of this sweep orphaned) are left
             // to dce; rewriting them would only make more garbage.
             if (ins->outputs().empty()) continue;
-            changed |= find_constant(m, ins, fold) || find_constant_of_broadcasts(m, ins, fold) ||
-                       find_conv_batch_norm(m, ins) || find_identity_view(m, ins) ||
-                       find_nested_transpose(m, ins) || find_nested_reshape(m, ins) ||
-                       find_transpose_reshape_cancel(m, ins) ||
-                       find_view_chain_with_a_copy(m, ins) ||
-                       find_transpose_through_elementwise(m, ins) ||
-                       find_reshape_through_elementwise(m, ins) ||
-                       find_gather_constant_index(m, ins) || find_global_pool(m, ins) ||
-                       find_dot_of_a_shared_matrix(m, ins) || find_gelu(m, ins);
+            changed |=
+                find_constant(m, ins, fold) || find_constant_of_broadcasts(m, ins, fold) ||
+                find_conv_batch_norm(m, ins) || find_batch_norm_affine(m, ins) ||
+                find_identity_view(m, ins) || find_nested_transpose(m, ins) ||
+                find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
+                find_view_chain_with_a_copy(m, ins) || find_transpose_through_elementwise(m, ins) ||
+                find_transpose_through_concat(m, ins) || find_reshape_through_elementwise(m, ins) ||
+                find_gather_constant_index(m, ins) || find_global_pool(m, ins) ||
+                find_dot_of_a_shared_matrix(m, ins) || find_gelu(m, ins);
         }
         dce{}.apply(m);
         if (!changed) return;

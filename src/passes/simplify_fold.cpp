@@ -1,6 +1,7 @@
 // Simplify, constants: instructions computed entirely from literals become literals (an
-// elementwise op of broadcast literals a broadcast of its distinct values), and a batch
-// normalisation after a convolution with constant weights is folded into those weights.
+// elementwise op of broadcast literals a broadcast of its distinct values), a batch
+// normalisation after a convolution with constant weights is folded into those weights, and
+// any other one with constant statistics becomes a per-channel multiply-add.
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/normalization.hpp"
@@ -9,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <tuple>
 
 namespace conflux::simplify_detail {
 
@@ -101,54 +104,95 @@ bool find_constant_of_broadcasts(module& m, instruction_ref ins, const fold_opti
     return true;
 }
 
+namespace {
+
+// A batch norm with constant statistics as the per-channel map y = x * scale + shift:
+// scale = gamma / sqrt(var + eps), shift = beta - mean * scale.
+struct channel_affine {
+    std::vector<double> scale, shift;
+};
+
+std::optional<channel_affine> constant_batch_norm(instruction_ref ins) {
+    const auto* bn = ins->get_operator().get_if<op::batch_norm>();
+    if (!bn) return std::nullopt;
+    std::vector<std::vector<double>> params;
+    for (std::size_t i = 1; i < 5; ++i) {
+        const auto* p = literal_value(ins->inputs()[i]);
+        if (!p) return std::nullopt;
+        params.push_back(to_vector<double>(*p));
+    }
+    const auto& [gamma, beta, mean, var] = std::tie(params[0], params[1], params[2], params[3]);
+    channel_affine a{std::vector<double>(gamma.size()), std::vector<double>(gamma.size())};
+    for (std::size_t c = 0; c < gamma.size(); ++c) {
+        a.scale[c] = gamma[c] / std::sqrt(var[c] + double(bn->epsilon));
+        a.shift[c] = beta[c] - mean[c] * a.scale[c];
+    }
+    return a;
+}
+
+// [C, 1, ...] (rank of `lens` minus one) broadcast to `lens`: a per-channel constant of NCHW
+// data.
+instruction_ref per_channel(module& m, instruction_ref before, dtype t, const dims& lens,
+                            const std::vector<double>& values) {
+    dims channel_lens(lens.size() - 1, 1);
+    channel_lens[0] = values.size();
+    auto* lit = m.insert_instruction(before, op::literal{from_vector(t, channel_lens, values)}, {});
+    return m.insert_instruction(before, op::broadcast{lens}, {lit});
+}
+
+} // namespace
+
 // From: @3 = convolution(x, @w)
 //       @4 = batch_normalization(@3, @scale, @bias, @mean, @var)     (all literals)
 // To:   @3 = convolution(x, @w')          w'[k] = w[k] * s[k],  s = scale / sqrt(var + eps)
 //       @4 = add(@3, broadcast(@b'))      b' = bias - mean * s, lens [K, 1, ...]
 // Only when the convolution has no other user: others need the unscaled output.
 bool find_conv_batch_norm(module& m, instruction_ref ins) {
-    const auto* bn = ins->get_operator().get_if<op::batch_norm>();
-    if (!bn) return false;
+    if (ins->get_operator().get_if<op::batch_norm>() == nullptr) return false;
     auto* conv_ins = ins->inputs()[0];
     const auto* conv = conv_ins->get_operator().get_if<op::convolution>();
     // A channels-last output has its channels last, not on the axis batch norm scales.
     if (!conv || conv->channels_last || conv_ins->outputs().size() != 1) return false;
     const auto* w = literal_value(conv_ins->inputs()[1]);
     if (!w) return false;
-    std::vector<std::vector<double>> params;
-    for (std::size_t i = 1; i < 5; ++i) {
-        const auto* p = literal_value(ins->inputs()[i]);
-        if (!p) return false;
-        params.push_back(to_vector<double>(*p));
-    }
-    const auto& scale = params[0];
-    const auto& bias = params[1];
-    const auto& mean = params[2];
-    const auto& var = params[3];
+    const auto affine = constant_batch_norm(ins);
+    if (!affine) return false;
 
     const dims& wl = w->get_shape().lens();
     const std::size_t filters = wl[0];
     const std::size_t per_filter = w->get_shape().elements() / filters;
     auto wv = to_vector<double>(*w);
-    std::vector<double> b(filters);
-    for (std::size_t k = 0; k < filters; ++k) {
-        const double s = scale[k] / std::sqrt(var[k] + double(bn->epsilon));
+    for (std::size_t k = 0; k < filters; ++k)
         for (std::size_t i = 0; i < per_filter; ++i)
-            wv[k * per_filter + i] *= s;
-        b[k] = bias[k] - mean[k] * s;
-    }
+            wv[k * per_filter + i] *= affine->scale[k];
     const dtype t = w->get_shape().type();
-    const dims& out = conv_ins->get_shape().lens();
-    dims bias_lens(out.size() - 1, 1);
-    bias_lens[0] = filters;
-
     auto* new_w = m.insert_instruction(ins, op::literal{from_vector(t, wl, wv)}, {});
     auto* new_conv = m.insert_instruction(ins, *conv, {conv_ins->inputs()[0], new_w});
-    auto* bias_lit = m.insert_instruction(ins, op::literal{from_vector(t, bias_lens, b)}, {});
-    auto* bias_b = m.insert_instruction(ins, op::broadcast{out}, {bias_lit});
-    auto* sum = m.insert_instruction(ins, op::make_elementwise(op::elementwise_kind::add),
-                                     {new_conv, bias_b});
-    replace(m, ins, sum);
+    auto* bias = per_channel(m, ins, t, conv_ins->get_shape().lens(), affine->shift);
+    replace(m, ins,
+            m.insert_instruction(ins, op::make_elementwise(op::elementwise_kind::add),
+                                 {new_conv, bias}));
+    return true;
+}
+
+// From: @4 = batch_normalization(x, @scale, @bias, @mean, @var)     (all literals, x not a
+//                                                                     convolution of its own)
+// To:   @4 = add(mul(x, broadcast(@s)), broadcast(@b'))   s, b' as above, lens [C, 1, ...]
+// Inference's batch norm is an affine map per channel; as two elementwise ops it fuses with the
+// ReLU after it and with whatever produced x, and transposes move through it. DenseNet normalises
+// each concatenation of its features before a 1x1 convolution: as its own f32 kernel between
+// f16<->f32 conversions that was three launches and a transposed copy per layer.
+bool find_batch_norm_affine(module& m, instruction_ref ins) {
+    const auto affine = constant_batch_norm(ins);
+    if (!affine) return false;
+    auto* x = ins->inputs()[0];
+    const dims& lens = x->get_shape().lens();
+    const dtype t = x->get_shape().type();
+    auto* scaled = m.insert_instruction(ins, op::make_elementwise(op::elementwise_kind::mul),
+                                        {x, per_channel(m, ins, t, lens, affine->scale)});
+    replace(m, ins,
+            m.insert_instruction(ins, op::make_elementwise(op::elementwise_kind::add),
+                                 {scaled, per_channel(m, ins, t, lens, affine->shift)}));
     return true;
 }
 

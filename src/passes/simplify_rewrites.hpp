@@ -36,6 +36,7 @@ struct fold_options {
 bool find_constant(module& m, instruction_ref ins, const fold_options& o);
 bool find_constant_of_broadcasts(module& m, instruction_ref ins, const fold_options& o);
 bool find_conv_batch_norm(module& m, instruction_ref ins);
+bool find_batch_norm_affine(module& m, instruction_ref ins);
 
 // simplify_views.cpp
 bool find_identity_view(module& m, instruction_ref ins);
@@ -57,6 +58,7 @@ bool find_global_pool(module& m, instruction_ref ins);
 
 // simplify_transpose_elementwise.cpp
 bool find_transpose_through_elementwise(module& m, instruction_ref ins);
+bool find_transpose_through_concat(module& m, instruction_ref ins);
 
 // simplify_gelu.cpp
 bool find_gelu(module& m, instruction_ref ins);

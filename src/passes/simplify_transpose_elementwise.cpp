@@ -1,6 +1,7 @@
 // Simplify, transposes through elementwise ops: moving a transpose from the inputs of an
 // elementwise op to its output lets it meet (and cancel) the inverse transpose downstream. This
 // is what removes the transposes layout_nhwc leaves between convolutions joined by bias/relu.
+#include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/views.hpp"
 #include "passes/simplify_rewrites.hpp"
 
@@ -70,6 +71,30 @@ bool find_transpose_through_elementwise(module& m, instruction_ref ins) {
         }
     }
     auto* moved = m.insert_instruction(ins, ins->get_operator(), std::move(inputs));
+    replace(m, ins, m.insert_instruction(ins, op::transpose{p}, {moved}));
+    return true;
+}
+
+// From: @5 = concat{axis a}(transpose{P}(x), transpose{P}(y))
+// To:   @5 = transpose{P}(concat{axis P[a]}(x, y))
+// DenseNet concatenates the channels-last outputs of its convolutions along NCHW's channel axis;
+// with the transpose moved past the concat it goes on through the batch norm and ReLU after it
+// and cancels against the next convolution's, so the concat is written channels-last and the
+// 1x1 convolution reading it does not gather channels an image plane apart.
+bool find_transpose_through_concat(module& m, instruction_ref ins) {
+    const auto* cat = ins->get_operator().get_if<op::concat>();
+    if (!cat || ins->inputs().empty()) return false;
+    const auto* first = ins->inputs().front()->get_operator().get_if<op::transpose>();
+    if (!first) return false;
+    const auto p = first->permutation;
+    std::vector<instruction_ref> inputs;
+    for (auto* in : ins->inputs()) {
+        const auto* t = in->get_operator().get_if<op::transpose>();
+        if (!t || t->permutation != p) return false;
+        inputs.push_back(in->inputs()[0]);
+    }
+    const auto axis = p[static_cast<std::size_t>(cat->axis)];
+    auto* moved = m.insert_instruction(ins, op::concat{axis}, std::move(inputs));
     replace(m, ins, m.insert_instruction(ins, op::transpose{p}, {moved}));
     return true;
 }

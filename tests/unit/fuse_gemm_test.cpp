@@ -1,6 +1,7 @@
 // fuse_gemm (after fuse_pointwise): the fused module of each pattern, extra returns, and
 // unchanged results on random inputs.
 #include "conflux/ops/convolution.hpp"
+#include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/dot.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/fused.hpp"
@@ -199,6 +200,22 @@ TEST(fuse_gemm, epilogue_input_computed_from_the_anchor_is_not_fused) {
         m.add_return({m.add_instruction(ew(elementwise_kind::add), {c, t})});
     };
     transform_and_compare(build, run_fusion);
+}
+
+TEST(fuse_gemm, concat_of_the_anchor_is_not_an_epilogue) {
+    // relu(concat(conv, y)): fuse_pointwise puts the concat in the relu's group, but the gemm
+    // kernel holds only its own output tile, so the convolution fuses alone.
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", image);
+        auto w = m.add_parameter("w", weights);
+        auto y = m.add_parameter("y", shape{dtype::f32, conv_out});
+        auto c = m.add_instruction(op::convolution{}, {x, w});
+        auto cat = m.add_instruction(op::concat{1}, {c, y});
+        m.add_return({m.add_instruction(ew(elementwise_kind::relu), {cat})});
+    };
+    auto p = transform_and_compare(build, run_fusion);
+    EXPECT_EQ(op_names(p.main()), "fused_gemm pointwise @return");
+    EXPECT_EQ(op_names(only_fused_module(p)), "convolution @return");
 }
 
 TEST(fuse_gemm, two_convs_share_an_input) {

@@ -1,4 +1,5 @@
 // fuse_pointwise: structure of the fused groups and their submodules, and unchanged results.
+#include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/fused.hpp"
 #include "conflux/ops/views.hpp"
@@ -123,4 +124,35 @@ TEST(fuse_pointwise, view_of_an_elementwise_result_stays_outside) {
     };
     auto p = transform_and_compare(build, run_fuse_pointwise);
     EXPECT_EQ(op_names(p.main()), "pointwise transpose pointwise @return");
+}
+
+TEST(fuse_pointwise, concat_of_outside_values_joins_the_group_after_it) {
+    // DenseNet: concat(features) -> x * s + b -> relu is one kernel; the concat's inputs are
+    // parameters of the group (one of them through a view), the result is unchanged.
+    auto build = [](module& m) {
+        auto a = m.add_parameter("a", shape{dtype::f32, {2, 3, 3, 2}});
+        auto b = m.add_parameter("b", shape{dtype::f32, {2, 3, 2, 3}});
+        auto s = m.add_parameter("s", shape{dtype::f32, {4}});
+        auto tb = m.add_instruction(op::transpose{{0, 1, 3, 2}}, {b}); // [2,3,3,2]
+        auto e = m.add_instruction(ew(elementwise_kind::exp), {a});
+        auto cat = m.add_instruction(op::concat{3}, {e, tb}); // [2,3,3,4]
+        auto bs = m.add_instruction(op::broadcast{{2, 3, 3, 4}}, {s});
+        auto y = m.add_instruction(ew(elementwise_kind::mul), {cat, bs});
+        m.add_return({m.add_instruction(ew(elementwise_kind::relu), {y})});
+    };
+    auto p = transform_and_compare(build, run_fuse_pointwise);
+    EXPECT_EQ(op_names(p.main()), "pointwise @return");
+    EXPECT_EQ(op_names(*p.get_module("pointwise0")),
+              "transpose exp concat broadcast mul relu @return");
+}
+
+TEST(fuse_pointwise, concat_used_outside_stays_a_copy) {
+    auto build = [](module& m) {
+        auto a = m.add_parameter("a", shape{dtype::f32, {2, 3}});
+        auto b = m.add_parameter("b", shape{dtype::f32, {2, 5}});
+        auto cat = m.add_instruction(op::concat{1}, {a, b});
+        m.add_return({m.add_instruction(ew(elementwise_kind::relu), {cat}), cat});
+    };
+    auto p = transform_and_compare(build, run_fuse_pointwise);
+    EXPECT_EQ(op_names(p.main()), "concat pointwise @return");
 }

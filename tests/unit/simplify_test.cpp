@@ -146,8 +146,99 @@ TEST(simplify, folds_batch_norm_into_convolution_weights) {
     EXPECT_EQ(count_named(p.main(), "@literal"), 2u) << text;
 }
 
-TEST(simplify, does_not_fold_batch_norm_when_convolution_is_used_twice) {
-    auto build = conv_bn(true);
+TEST(simplify, batch_norm_after_a_shared_convolution_is_a_multiply_add_not_folded) {
+    // The other user needs the unscaled output, so the weights stay; the norm becomes the
+    // per-channel multiply-add that fuses into the convolution's epilogue.
+    auto text = transform_and_print(conv_bn(true), run_simplify, 1e-4);
+    program p;
+    conv_bn(true)(p.main());
+    run_simplify(p.main());
+    EXPECT_EQ(count_named(p.main(), "batch_normalization"), 0u) << text;
+    EXPECT_EQ(count_named(p.main(), "convolution"), 1u) << text;
+    EXPECT_EQ(count_named(p.main(), "mul"), 1u) << text;
+    EXPECT_EQ(count_named(p.main(), "add"), 1u) << text;
+}
+
+TEST(simplify, batch_norm_without_a_convolution_becomes_a_multiply_add) {
+    // DenseNet's norm of a concatenation: no weights to fold it into, so it becomes x * s + b'
+    // per channel (s = scale / sqrt(var + eps), b' = bias - mean * s), elementwise ops that
+    // fuse with the ReLU after it. Compared with the reference's batch norm on random inputs.
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 4, 3, 5}));
+        auto y = m.add_parameter("y", f32({2, 3, 3, 5}));
+        auto cat = m.add_instruction(op::concat{1}, {x, y}); // [2,7,3,5]
+        auto scale = m.add_literal(random_literal({7}, 2, 0.5f, 2));
+        auto bias = m.add_literal(random_literal({7}, 3));
+        auto mean = m.add_literal(random_literal({7}, 4));
+        auto var = m.add_literal(random_literal({7}, 5, 0.1f, 1));
+        auto bn = m.add_instruction(op::batch_norm{1e-3f}, {cat, scale, bias, mean, var});
+        m.add_return({m.add_instruction(ew(relu), {bn})});
+    };
+    auto text = transform_and_print(build, run_simplify, 1e-5);
+    program p;
+    build(p.main());
+    run_simplify(p.main());
+    EXPECT_EQ(count_named(p.main(), "batch_normalization"), 0u) << text;
+    EXPECT_EQ(count_named(p.main(), "mul"), 1u) << text;
+    EXPECT_EQ(count_named(p.main(), "add"), 1u) << text;
+    // Both constants are [7,1,1], broadcast along the image.
+    EXPECT_EQ(count_named(p.main(), "broadcast"), 2u) << text;
+    EXPECT_NE(text.find("f32[7,1,1]"), std::string::npos) << text;
+}
+
+TEST(simplify, batch_norm_of_a_rank_2_input_scales_its_second_axis) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({3, 6}));
+        auto scale = m.add_literal(random_literal({6}, 2, 0.5f, 2));
+        auto bias = m.add_literal(random_literal({6}, 3));
+        auto mean = m.add_literal(random_literal({6}, 4));
+        auto var = m.add_literal(random_literal({6}, 5, 0.1f, 1));
+        m.add_return({m.add_instruction(op::batch_norm{1e-5f}, {x, scale, bias, mean, var})});
+    };
+    auto text = transform_and_print(build, run_simplify, 1e-5);
+    EXPECT_EQ(text.find("batch_normalization"), std::string::npos) << text;
+}
+
+TEST(simplify, batch_norm_with_statistics_from_an_input_stays) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", f32({2, 3, 4}));
+        auto mean = m.add_parameter("mean", f32({3}));
+        auto scale = m.add_literal(random_literal({3}, 2, 0.5f, 2));
+        auto bias = m.add_literal(random_literal({3}, 3));
+        auto var = m.add_literal(random_literal({3}, 5, 0.1f, 1));
+        m.add_return({m.add_instruction(op::batch_norm{1e-5f}, {x, scale, bias, mean, var})});
+    };
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
+}
+
+TEST(simplify, moves_transposes_through_a_concat_until_they_cancel) {
+    // DenseNet after layout_nhwc: channels-last features seen as NCHW, concatenated on the
+    // channel axis, normalised, then transposed back for the next convolution. The concat is
+    // then on NHWC's channel axis (3) and no transpose is left.
+    const std::vector<std::int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
+    auto build = [&](module& m) {
+        auto a = m.add_parameter("a", f32({2, 5, 6, 3}));
+        auto b = m.add_parameter("b", f32({2, 5, 6, 4}));
+        auto c = m.add_parameter("c", f32({2, 5, 6, 2}));
+        std::vector<instruction_ref> parts;
+        for (auto* in : {a, b, c})
+            parts.push_back(m.add_instruction(op::transpose{to_nchw}, {in}));
+        auto cat = m.add_instruction(op::concat{1}, parts); // [2,9,5,6]
+        auto r = m.add_instruction(ew(relu), {cat});
+        m.add_return({m.add_instruction(op::transpose{to_nhwc}, {r})});
+    };
+    auto text = transform_and_print(build, run_simplify);
+    EXPECT_EQ(text.find("transpose"), std::string::npos) << text;
+    EXPECT_NE(text.find("concat{\"axis\":3}"), std::string::npos) << text;
+}
+
+TEST(simplify, keeps_a_concat_of_different_transposes) {
+    auto build = [](module& m) {
+        auto a = m.add_parameter("a", f32({2, 3, 4}));
+        auto b = m.add_parameter("b", f32({2, 4, 3}));
+        auto ta = m.add_instruction(op::transpose{{0, 2, 1}}, {a}); // [2,4,3]
+        m.add_return({m.add_instruction(op::concat{0}, {ta, b})});
+    };
     EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }
 
