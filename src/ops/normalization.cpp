@@ -148,7 +148,7 @@ argument layer_norm::eval(const shape& out, const std::vector<argument>& in) con
                     // Two passes with double sums: long rows would otherwise lose digits in the
                     // mean, and E[x^2] - E[x]^2 cancels badly.
                     double sum = 0;
-                    for (std::size_t i = 0; i < inner; ++i)
+                    for (std::size_t i = 0; centered && i < inner; ++i)
                         sum += double(xr[i]);
                     const T mean = T(sum / double(inner));
                     double sq = 0;

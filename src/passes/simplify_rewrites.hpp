@@ -63,6 +63,9 @@ bool find_transpose_through_concat(module& m, instruction_ref ins);
 // simplify_gelu.cpp
 bool find_gelu(module& m, instruction_ref ins);
 
+// simplify_rms_norm.cpp
+bool find_rms_norm(module& m, instruction_ref ins);
+
 // simplify_reshape_elementwise.cpp
 bool find_reshape_through_elementwise(module& m, instruction_ref ins);
 

@@ -441,6 +441,26 @@ TEST(CudaOps, Normalisation) {
             auto s = param(m, "s", t, {384});
             m.add_return({m.add_instruction(op::layer_norm{2, 1e-6f}, {x, s})});
         });
+        // RMS normalisation (not centred): LLaMA's rows of 512 (a warp per row), long rows (a
+        // block), odd rows (the general kernel's path for rows that are not a vector multiple),
+        // and a strided input (the general kernel).
+        for (const auto& [label, lens] :
+             std::vector<std::pair<std::string, dims>>{{"llama", {4, 33, 512}},
+                                                       {"rows of 4096", {2, 5, 4096}},
+                                                       {"odd rows", {3, 17, 77}}}) {
+            check_case("rms_norm " + label + " " + ts, [&, lens = lens](module& m) {
+                auto x = param(m, "x", t, lens);
+                auto s = param(m, "s", t, {lens.back()});
+                m.add_return({m.add_instruction(
+                    op::layer_norm{std::int64_t(lens.size()) - 1, 1e-6f, false}, {x, s})});
+            });
+        }
+        check_case("rms_norm of a transposed input " + ts, [&](module& m) {
+            auto x = param(m, "x", t, {6, 64, 5});
+            auto v = m.add_instruction(op::transpose{{0, 2, 1}}, {x});
+            auto s = param(m, "s", t, {64});
+            m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f, false}, {v, s})});
+        });
         check_case("layer_norm of a slice " + ts, [&](module& m) {
             auto x = param(m, "x", t, {4, 70, 776});
             auto v = m.add_instruction(op::slice{{2}, {1}, {769}, {1}}, {x});

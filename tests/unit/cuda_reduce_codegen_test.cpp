@@ -250,7 +250,8 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
     const shape x{dtype::f32, {4, 8, 512}};
     // Dense rows: layer_norm.cuh, 128 float4 vectors per row over a warp, two rows per block.
     const auto k = compile(last, {x, shape{dtype::f32, {512}}, shape{dtype::f32, {512}}});
-    EXPECT_NE(k.code.find("cx_layer_norm<float, float, 512, 4, 32, 64, true>"), std::string::npos)
+    EXPECT_NE(k.code.find("cx_layer_norm<float, float, 512, 4, 32, 64, true, true>"),
+              std::string::npos)
         << k.code;
     EXPECT_EQ(k.launch.grid[0], 16u);
     EXPECT_EQ(k.launch.block[0], 64u);
@@ -272,7 +273,8 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
             transposed_shape(dtype::f32, {4, 8, 512}, {1, 2, 0}));
     // Short dense rows: a thread each, four float4 vectors.
     const auto s = compile(last, {shape{dtype::f32, {1000, 4, 16}}, shape{dtype::f32, {16}}});
-    EXPECT_NE(s.code.find("cx_layer_norm<float, float, 16, 4, 1, 64, false>"), std::string::npos);
+    EXPECT_NE(s.code.find("cx_layer_norm<float, float, 16, 4, 1, 64, false, true>"),
+              std::string::npos);
     EXPECT_EQ(s.launch.grid[0], (4000u + 63) / 64);
     // Short rows that are not dense: a thread each in the general kernel.
     const auto st = compile(
@@ -284,16 +286,28 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
     // narrow the vector; a row too long for registers takes the general kernel.
     const auto l = compile(last, {shape{dtype::f16, {2, 3, 4096}}, shape{dtype::f16, {4096}},
                                   shape{dtype::f16, {4096}}});
-    EXPECT_NE(l.code.find("cx_layer_norm<cx_f16, cx_f16, 4096, 8, 128, 128, true>"),
+    EXPECT_NE(l.code.find("cx_layer_norm<cx_f16, cx_f16, 4096, 8, 128, 128, true, true>"),
               std::string::npos);
     EXPECT_EQ(l.launch.grid[0], 6u);
     const auto odd = compile(last, {shape{dtype::bf16, {2, 3, 77}}, shape{dtype::bf16, {77}}});
-    EXPECT_NE(odd.code.find("cx_layer_norm<cx_bf16, cx_bf16, 77, 1, 32, 64, false>"),
+    EXPECT_NE(odd.code.find("cx_layer_norm<cx_bf16, cx_bf16, 77, 1, 32, 64, false, true>"),
               std::string::npos);
     const auto padded =
         compile(layer_norm_op(1), {strided(dtype::f16, {6, 64}, {66, 1}), shape{dtype::f16, {64}}});
-    EXPECT_NE(padded.code.find("cx_layer_norm<cx_f16, cx_f16, 64, 2, 8, 64, false>"),
+    EXPECT_NE(padded.code.find("cx_layer_norm<cx_f16, cx_f16, 64, 2, 8, 64, false, true>"),
               std::string::npos);
+    // RMS normalisation (not centred): the dense kernel without the mean's sum, and the general
+    // kernel without its first pass.
+    op::layer_norm rms = layer_norm_op(2);
+    rms.centered = false;
+    const auto r = compile(rms, {shape{dtype::f16, {4, 8, 512}}, shape{dtype::f16, {512}}});
+    EXPECT_NE(r.code.find("cx_layer_norm<cx_f16, cx_f16, 512, 8, 16, 64, false, false>"),
+              std::string::npos)
+        << r.code;
+    const auto rg = compile(
+        rms, {transposed_shape(dtype::f32, {4, 8, 64}, {2, 0, 1}), shape{dtype::f32, {64}}});
+    EXPECT_EQ(rg.code.find("cx_layer_norm<"), std::string::npos);
+    EXPECT_EQ(rg.code.find("sum = sum + v"), std::string::npos) << rg.code;
     const auto huge =
         compile(last, {shape{dtype::f32, {1, 2, 200000}}, shape{dtype::f32, {200000}}});
     EXPECT_EQ(huge.code.find("cx_layer_norm<"), std::string::npos);

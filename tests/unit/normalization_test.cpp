@@ -139,6 +139,29 @@ TEST(normalization, layer_norm_matches_naive) {
     expect_close(to_vector<double>(y3), naive_layer_norm(xd, 24, s8x3, {}, 1e-5), 1e-5);
 }
 
+TEST(normalization, rms_norm_is_layer_norm_without_the_mean) {
+    // y = x / sqrt(mean(x^2) + eps) * scale, computed here independently in double.
+    std::mt19937 rng(17);
+    const dims lens{3, 2, 10};
+    auto xv = random_values(60, rng, -3, 3);
+    auto sv = random_values(10, rng);
+    const double eps = 1e-6;
+    std::vector<double> want(xv.size());
+    for (std::size_t r = 0; r < 6; ++r) {
+        double squares = 0;
+        for (std::size_t i = 0; i < 10; ++i)
+            squares += double(xv[r * 10 + i]) * double(xv[r * 10 + i]);
+        const double inv = 1 / std::sqrt(squares / 10 + eps);
+        for (std::size_t i = 0; i < 10; ++i)
+            want[r * 10 + i] = double(xv[r * 10 + i]) * inv * double(sv[i]);
+    }
+    op::layer_norm rms{-1, float(eps), false};
+    auto y = run(rms, {from_vector(dtype::f32, lens, xv), from_vector(dtype::f32, {10}, sv)});
+    expect_close(to_vector<double>(y), want, 1e-5);
+    EXPECT_EQ(rms.attributes().dump(),
+              "{\"axis\":-1,\"centered\":false,\"epsilon\":9.999999974752427e-07}");
+}
+
 TEST(normalization, layer_norm_strided_input_and_f16) {
     std::mt19937 rng(14);
     // x [4, 6] stored transposed.

@@ -5,6 +5,7 @@
 #include "conflux/ops/dot.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/normalization.hpp"
+#include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/passes/dce.hpp"
 
@@ -749,4 +750,63 @@ TEST(simplify, the_tanh_gelu_chain_becomes_one_gelu_with_the_tanh_form) {
                 EXPECT_NE(e->alpha, 0) << "the tanh form";
             }
     }
+}
+
+TEST(simplify, the_exporters_rms_norm_becomes_one_layer_norm_that_is_not_centred) {
+    // w * (x * rsqrt(mean(x^2, -1) + eps)) as LLaMA's export writes it (Pow, ReduceMean, Add,
+    // Sqrt, Reciprocal, Mul, Mul), and TorchScript's variants (x * x, Div(1, Sqrt), no weight,
+    // the weight first); each compared with the chain on the reference target.
+    for (int variant = 0; variant < 4; ++variant) {
+        auto build = [=](module& m) {
+            const dims lens{2, 3, 8}, stat{2, 3, 1};
+            auto c = [&](float v, const dims& to) {
+                return m.add_instruction(
+                    op::broadcast{to},
+                    {m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{v}))});
+            };
+            auto x = m.add_parameter("x", f32(lens));
+            auto sq = variant == 1
+                          ? m.add_instruction(ew(mul), {x, x})
+                          : m.add_instruction(ew(op::elementwise_kind::pow), {x, c(2, lens)});
+            auto mean = m.add_instruction(op::reduce{op::reduce_kind::mean, {2}, true}, {sq});
+            auto s = m.add_instruction(ew(op::elementwise_kind::sqrt),
+                                       {m.add_instruction(ew(add), {mean, c(1e-6f, stat)})});
+            auto inv = variant == 1
+                           ? m.add_instruction(ew(op::elementwise_kind::div), {c(1, stat), s})
+                           : m.add_instruction(ew(op::elementwise_kind::reciprocal), {s});
+            auto n = m.add_instruction(ew(mul), {x, m.add_instruction(op::broadcast{lens}, {inv})});
+            if (variant == 2) {
+                m.add_return({n});
+                return;
+            }
+            auto w = m.add_instruction(op::broadcast{lens},
+                                       {m.add_literal(random_literal({8}, 7, 0.5f, 2))});
+            m.add_return({variant == 3 ? m.add_instruction(ew(mul), {n, w})
+                                       : m.add_instruction(ew(mul), {w, n})});
+        };
+        auto p = test::transform_and_compare(build, run_simplify, 1e-5);
+        const std::string text = p.to_string();
+        EXPECT_EQ(count_named(p.main(), "layer_normalization"), 1u) << variant << text;
+        EXPECT_EQ(count_named(p.main(), "reduce_mean"), 0u) << variant << text;
+        EXPECT_EQ(count_named(p.main(), "mul"), 0u) << variant << text;
+        EXPECT_NE(text.find("\"centered\":false"), std::string::npos) << variant << text;
+    }
+}
+
+TEST(simplify, an_rms_chain_whose_mean_is_used_elsewhere_stays) {
+    auto build = [](module& m) {
+        const dims lens{2, 8}, stat{2, 1};
+        auto x = m.add_parameter("x", f32(lens));
+        auto sq = m.add_instruction(ew(mul), {x, x});
+        auto mean = m.add_instruction(op::reduce{op::reduce_kind::mean, {1}, true}, {sq});
+        auto eps = m.add_instruction(
+            op::broadcast{stat},
+            {m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{1e-5f}))});
+        auto s = m.add_instruction(ew(op::elementwise_kind::sqrt),
+                                   {m.add_instruction(ew(add), {mean, eps})});
+        auto inv = m.add_instruction(ew(op::elementwise_kind::reciprocal), {s});
+        auto n = m.add_instruction(ew(mul), {x, m.add_instruction(op::broadcast{lens}, {inv})});
+        m.add_return({n, mean});
+    };
+    EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }

@@ -23,11 +23,18 @@ struct batch_norm {
 // scale and bias of x's dtype, or f32 with an f16/bf16 x (what reduced precision makes: the
 // parameters keep their f32 values). Statistics and arithmetic in f32 (f64 for f64 inputs); y
 // has x's dtype. A negative axis counts from the end.
+// Not centred, it is RMS normalisation (ONNX's RMSNormalization, LLaMA's RMSNorm): the mean
+// taken as 0, so y = x / sqrt(mean(x^2) + epsilon) * scale (+ bias).
 struct layer_norm {
     std::int64_t axis = -1; // normalised (non-negative) by the importer
     float epsilon = 1e-5f;
+    bool centered = true;
     std::string name() const { return "layer_normalization"; }
-    nlohmann::json attributes() const { return {{"axis", axis}, {"epsilon", epsilon}}; }
+    nlohmann::json attributes() const {
+        nlohmann::json a{{"axis", axis}, {"epsilon", epsilon}};
+        if (!centered) a["centered"] = false;
+        return a;
+    }
     op_traits traits() const { return {.accumulates_in_f32 = true, .reads_16bit_input = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;

@@ -3,7 +3,7 @@
 // of threads per row holding it in registers, vector loads. Any other row: one row (the axes
 // from `axis` on) per block, or per thread for short rows; two passes for mean and variance, as
 // the reference does (E[x^2] - E[x]^2 cancels badly), then a third that writes. Statistics in
-// float (double for f64).
+// float (double for f64). RMS normalisation (not centred) skips the mean's pass.
 #include "cuda/codegen/generator.hpp"
 
 #include "conflux/ops/normalization.hpp"
@@ -91,9 +91,10 @@ std::optional<kernel_source> dense_rows_kernel(const kernel_request& r, const op
     body += "    cx_layer_norm<" + storage_type(t) + ", " + storage_type(pt) + ", " +
             std::to_string(row_length) + ", " + std::to_string(vec) + ", " +
             std::to_string(threads) + ", " + std::to_string(block) + ", " +
-            (has_bias ? "true" : "false") + ">(in0, in1, " + (has_bias ? "in2" : "nullptr") +
-            ", out0, " + compute_literal(dtype::f32, double(op.epsilon)) + ", " +
-            text::integer_literal(rows) + ", x_row, y_row);\n";
+            (has_bias ? "true" : "false") + ", " + (op.centered ? "true" : "false") +
+            ">(in0, in1, " + (has_bias ? "in2" : "nullptr") + ", out0, " +
+            compute_literal(dtype::f32, double(op.epsilon)) + ", " + text::integer_literal(rows) +
+            ", x_row, y_row);\n";
     launch_dims l;
     l.grid = {unsigned(blocks), 1, 1};
     l.block = {unsigned(block), 1, 1};
@@ -169,8 +170,11 @@ kernel_source generate_layer_norm(const kernel_request& r) {
     body += in + "const cx_index x_row = " + offset_in(x, 0, axis) + ";\n";
     body += in + "const cx_index y_row = " + offset_in(y, 0, axis) + ";\n";
     body += in + c + " sum = " + compute_literal(x.type(), 0) + ";\n";
-    body += element_loop(in2 + "sum = sum + v;\n");
-    body += in + "sum = " + mapping.combine("sum", "cx_op_add()") + ";\n";
+    // Not centred (RMS normalisation): the mean is 0.
+    if (op->centered) {
+        body += element_loop(in2 + "sum = sum + v;\n");
+        body += in + "sum = " + mapping.combine("sum", "cx_op_add()") + ";\n";
+    }
     body += in + "const " + c + " mean = sum / " + count + ";\n";
     body += in + c + " squares = " + compute_literal(x.type(), 0) + ";\n";
     body += element_loop(in2 + "const " + c + " d = v - mean;\n" + in2 +

@@ -4,15 +4,14 @@
 // Threads threads (a power of two: part of a warp, or the whole block for long rows) that move
 // Vec elements at a time (16 bytes for f16/bf16 and f32), so loads and stores are as wide as the
 // row allows. normalization_codegen.cpp chooses Threads and Vec and keeps its general kernel for
-// rows that are not dense or do not fit in registers.
+// rows that are not dense or do not fit in registers. Not Centered (RMS normalisation), the mean
+// is 0 and its sum is skipped.
 #pragma once
 
 #include "conflux/reduce.cuh"
 #include "conflux/types.cuh"
 
-template <class T, int N> struct alignas(sizeof(T) * N) cx_ln_vec {
-    T v[N];
-};
+template <class T, int N> struct alignas(sizeof(T) * N) cx_ln_vec { T v[N]; };
 
 // The sum over the group, the same bits on every thread of it (each lane's butterfly adds in
 // its own order, so the group's first lane's result is broadcast). Every thread of the warp (or,
@@ -32,11 +31,10 @@ template <int Threads> __device__ __forceinline__ float cx_ln_group_sum(float v)
 // float beside a 16-bit T). Vec divides Len; x and y are Vec * sizeof(T) aligned, scale and bias
 // Vec * sizeof(P). `rank` is the thread's place in its group; a group with `valid` false (past
 // the last row) takes part in the sums and touches no memory.
-template <class T, class P, int Len, int Vec, int Threads, bool HasBias>
-__device__ __forceinline__ void cx_layer_norm_row(const T* __restrict__ x,
-                                                  const P* __restrict__ scale,
-                                                  const P* __restrict__ bias, T* __restrict__ y,
-                                                  float epsilon, int rank, bool valid) {
+template <class T, class P, int Len, int Vec, int Threads, bool HasBias, bool Centered>
+__device__ __forceinline__ void
+cx_layer_norm_row(const T* __restrict__ x, const P* __restrict__ scale, const P* __restrict__ bias,
+                  T* __restrict__ y, float epsilon, int rank, bool valid) {
     typedef cx_ln_vec<T, Vec> vec;
     typedef cx_ln_vec<P, Vec> parameters;
     constexpr int chunks = (Len / Vec + Threads - 1) / Threads;
@@ -54,7 +52,7 @@ __device__ __forceinline__ void cx_layer_norm_row(const T* __restrict__ x,
             }
         }
     }
-    const float mean = cx_ln_group_sum<Threads>(sum) / static_cast<float>(Len);
+    const float mean = Centered ? cx_ln_group_sum<Threads>(sum) / static_cast<float>(Len) : 0.0f;
     float squares = 0.0f;
 #pragma unroll
     for (int c = 0; c < chunks; ++c) {
@@ -93,8 +91,8 @@ __device__ __forceinline__ void cx_layer_norm_row(const T* __restrict__ x,
 // rows' strides are multiples of Vec, so every row is aligned as the first is). With Vec > 1 and
 // a pointer that is not Vec-aligned (a view into a larger buffer), the rows run one element at a
 // time; the test is the same for every thread, so no group is split.
-template <class T, class P, int Len, int Vec, int Threads, int Block, bool HasBias, class XRow,
-          class YRow>
+template <class T, class P, int Len, int Vec, int Threads, int Block, bool HasBias, bool Centered,
+          class XRow, class YRow>
 __device__ __forceinline__ void cx_layer_norm(const T* x, const P* scale, const P* bias, T* y,
                                               float epsilon, long long rows, XRow x_row,
                                               YRow y_row) {
@@ -111,9 +109,9 @@ __device__ __forceinline__ void cx_layer_norm(const T* x, const P* scale, const 
     const unsigned long long params =
         reinterpret_cast<unsigned long long>(scale) | reinterpret_cast<unsigned long long>(bias);
     if (Vec == 1 || (data % (sizeof(T) * Vec) == 0 && params % (sizeof(P) * Vec) == 0))
-        cx_layer_norm_row<T, P, Len, Vec, Threads, HasBias>(xr, scale, bias, yr, epsilon, rank,
-                                                            valid);
+        cx_layer_norm_row<T, P, Len, Vec, Threads, HasBias, Centered>(xr, scale, bias, yr, epsilon,
+                                                                      rank, valid);
     else
-        cx_layer_norm_row<T, P, Len, 1, Threads, HasBias>(xr, scale, bias, yr, epsilon, rank,
-                                                          valid);
+        cx_layer_norm_row<T, P, Len, 1, Threads, HasBias, Centered>(xr, scale, bias, yr, epsilon,
+                                                                    rank, valid);
 }
