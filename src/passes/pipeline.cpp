@@ -4,6 +4,7 @@
 #include "conflux/passes/fuse_gemm.hpp"
 #include "conflux/passes/fuse_pointwise.hpp"
 #include "conflux/passes/layout.hpp"
+#include "conflux/passes/pad_gemm_weights.hpp"
 #include "conflux/passes/reduced_precision.hpp"
 #include "conflux/passes/simplify.hpp"
 #include "conflux/passes/split_reduction.hpp"
@@ -31,8 +32,10 @@ std::vector<pass> target_independent_passes(std::optional<dtype> precision,
         passes.insert(passes.end(), {std::move(*attention), dce{}});
     passes.insert(passes.end(),
                   {
-                      fuse_pointwise{}, // elementwise DAGs -> pointwise ops
-                      fuse_gemm{},      // anchor + epilogue + layout tail -> fused_gemm ops
+                      pad_gemm_weights{}, // 16-byte rows for constant B operands (after the
+                                          // last simplify, which would fold the slice back)
+                      fuse_pointwise{},   // elementwise DAGs -> pointwise ops
+                      fuse_gemm{},        // anchor + epilogue + layout tail -> fused_gemm ops
                       dce{},
                   });
     return passes;

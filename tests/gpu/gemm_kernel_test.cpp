@@ -303,6 +303,14 @@ std::vector<test_case> cases() {
     r.push_back(conv_case("conv f16 RSCK weights, NCHW-strided input", conv_op(2, 1, 1, 1),
                           shape{d::f16, {2, 6, 7, 8}, {336, 7, 1, 42}},
                           shape{d::f16, {16, 3, 3, 8}, {1, 384, 128, 16}}));
+    // Rows padded to 16 bytes but ending inside a vector (pad_gemm_weights on GPT-2's 50,257
+    // output columns): the last vector of each row copies only the elements before the end.
+    r.push_back(dot_case("dot f16 B rows of 37 padded to 40, 130x37x72", shape{d::f16, {130, 72}},
+                         shape{d::f16, {72, 37}, {40, 1}}));
+    r.push_back(dot_case("dot bf16 B rows of 50 padded to 56, 64x50x128", shape{d::bf16, {64, 128}},
+                         shape{d::bf16, {128, 50}, {56, 1}}));
+    r.push_back(dot_case("dot f32 tf32 B rows of 13 padded to 16, 40x13x24",
+                         shape{d::f32, {40, 24}}, shape{d::f32, {24, 13}, {16, 1}}));
     r.push_back(dot_case("dot f16 A every other element 40x48x24", shape{d::f16, {40, 24}, {48, 2}},
                          shape{d::f16, {24, 48}}));
     r.push_back(conv_case("conv f64 3x3 stride 2 [1,9,9,4]x[6,3,3,4]", conv_op(2, 2, 1, 1),

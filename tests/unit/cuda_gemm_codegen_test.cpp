@@ -179,8 +179,28 @@ TEST(CudaGemmProblem, DotOperandsLayoutsAndBroadcast) {
     EXPECT_EQ(b.b.batch_strides, (dims{0, 42}));
     EXPECT_EQ(b.a.max_vector, 2u); // K = 6
     EXPECT_EQ(b.b.max_vector, 1u); // N = 7
-    EXPECT_CONTAINS(b.b.vector_limit_reason, "7");
+    EXPECT_CONTAINS(b.b.vector_limit_reason, "stride 42");
     EXPECT_CONTAINS(to_string(b), "dot f32 z[2,3] m5 n7 k6");
+}
+
+TEST(CudaGemmProblem, RowsEndingInsideAVectorCopyAPartialLastVector) {
+    // B's rows of 37 start 16-byte aligned (padded to 40): 8-element copies, the last one of a
+    // row partial. Along K (k-major A) a partial vector is not allowed: element copies.
+    const auto p = dot_problem(dtype::f16, shape{dtype::f16, {128, 37}, {40, 1}},
+                               shape{dtype::f16, {37, 37}, {40, 1}});
+    EXPECT_EQ(p.b.major, operand_major::mn);
+    EXPECT_EQ(p.b.max_vector, 8u);
+    EXPECT_TRUE(p.b.partial_last_vector);
+    EXPECT_CONTAINS(to_string(p), "B{mn-major 256B v8p");
+    EXPECT_EQ(p.a.major, operand_major::k);
+    EXPECT_EQ(p.a.max_vector, 1u);
+    EXPECT_FALSE(p.a.partial_last_vector);
+    EXPECT_CONTAINS(p.a.vector_limit_reason, "contiguous extent 37");
+    // Unpadded rows of 37 start anywhere: element copies, as before.
+    const auto q =
+        dot_problem(dtype::f16, shape{dtype::f16, {128, 64}}, shape{dtype::f16, {64, 37}});
+    EXPECT_EQ(q.b.max_vector, 1u);
+    EXPECT_FALSE(q.b.partial_last_vector);
 }
 
 TEST(CudaGemmProblem, ConvolutionIsImplicitGemm) {

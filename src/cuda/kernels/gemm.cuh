@@ -24,12 +24,10 @@ __device__ __forceinline__ unsigned cx_shared_address(const void* p) {
     return static_cast<unsigned>(a);
 }
 
-// cp.async of BYTES (4, 8 or 16) from global src to shared dst. When `full` is false nothing is
-// read and the destination is zero-filled (src-size 0), which is how tiles are padded past the
-// edges of a matrix and into a convolution's padding. 16-byte copies bypass L1 (.cg).
+// cp.async of a BYTES-wide vector of which only the first src_bytes (0 to BYTES) are read, the
+// rest zero-filled: the last vector of a row that ends inside it.
 template <int BYTES>
-__device__ __forceinline__ void cx_cp_async(unsigned dst, const void* src, bool full) {
-    const int src_bytes = full ? BYTES : 0;
+__device__ __forceinline__ void cx_cp_async_bytes(unsigned dst, const void* src, int src_bytes) {
     if (BYTES == 16)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                      "r"(src_bytes)
@@ -38,6 +36,14 @@ __device__ __forceinline__ void cx_cp_async(unsigned dst, const void* src, bool 
         asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src),
                      "n"(BYTES), "r"(src_bytes)
                      : "memory");
+}
+
+// cp.async of BYTES (4, 8 or 16) from global src to shared dst. When `full` is false nothing is
+// read and the destination is zero-filled (src-size 0), which is how tiles are padded past the
+// edges of a matrix and into a convolution's padding. 16-byte copies bypass L1 (.cg).
+template <int BYTES>
+__device__ __forceinline__ void cx_cp_async(unsigned dst, const void* src, bool full) {
+    cx_cp_async_bytes<BYTES>(dst, src, full ? BYTES : 0);
 }
 
 __device__ __forceinline__ void cx_cp_async_commit() {

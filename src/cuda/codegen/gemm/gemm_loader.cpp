@@ -123,6 +123,11 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     // shared by all loads.
     const bool depth_per_thread = k_major && same_inner;
     const bool row_per_thread = !k_major && same_inner;
+    // Rows that end inside a vector (gemm_operand::partial_last_vector): each copy reads only the
+    // elements left in its row.
+    const bool partial = o.contiguous_extent % t.vector != 0;
+    CONFLUX_ASSERT(!partial || (!k_major && t.async && !conv_input),
+                   "a partial last vector is for mn-major cp.async copies only");
 
     loader_text r;
     std::string& s = r.setup;
@@ -133,6 +138,7 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     const std::string L_row = row_per_thread ? "1" : L_s;
     s += in + off_t + " " + P + "row_off[" + L_row + "];\n";
     s += in + "bool " + P + "row_ok[" + L_row + "];\n";
+    if (partial) s += in + "int " + P + "row_left[" + L_row + "];\n";
     const std::size_t nd = conv_input ? p.conv->nd() : 0;
     for (std::size_t d = 0; d < nd; ++d)
         s += in + "int " + P + "pos" + std::to_string(d) + "[" + L_row + "];\n";
@@ -150,6 +156,8 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     s += in2 + "const " + off_t + " row = " + row0 + " + " + row_in_tile + ";\n";
     s += in2 + P + "row_ok[" + ri +
          "] = " + (rows_exact ? "true" : "row < " + text::integer_literal(rows)) + ";\n";
+    if (partial)
+        s += in2 + P + "row_left[" + ri + "] = (int)(" + text::integer_literal(rows) + " - row);\n";
     if (!conv_input) {
         s += in2 + P + "row_off[" + ri + "] = row * " + text::integer_literal(o.row_stride) + ";\n";
     } else {
@@ -208,7 +216,13 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     }
     l += in3 + "const bool ok = " + ok + ";\n";
     l += in3 + "const " + off_t + " off = " + P + "row_off[" + ri + "] + " + P + "koff;\n";
-    if (t.async) {
+    if (partial) {
+        const std::string vector_bytes = std::to_string(t.vector * plan.element_bytes);
+        l += in3 + "const int bytes = ok ? min(" + P + "row_left[" + ri + "] * " +
+             std::to_string(plan.element_bytes) + ", " + vector_bytes + ") : 0;\n";
+        l += in3 + "cx_cp_async_bytes<" + vector_bytes + ">(cx_smem_base + " + P + "stage + " + P +
+             "sts[i], ok ? (const void*)(" + ptr + " + off) : (const void*)" + ptr + ", bytes);\n";
+    } else if (t.async) {
         l += in3 + "cx_cp_async<" + std::to_string(t.vector * plan.element_bytes) +
              ">(cx_smem_base + " + P + "stage + " + P + "sts[i], ok ? (const void*)(" + ptr +
              " + off) : (const void*)" + ptr + ", ok);\n";

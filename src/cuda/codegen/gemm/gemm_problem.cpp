@@ -46,6 +46,7 @@ void compute_vector_limit(gemm_operand& o, const char* name) {
     const std::size_t eb = size_of(o.type);
     const unsigned widest = unsigned(std::max<std::size_t>(1, 16 / eb));
     o.max_vector = 1;
+    o.partial_last_vector = false;
     o.vector_limit_reason.clear();
     if (!o.has_contiguous_axis) {
         o.vector_limit_reason = std::string(name) + " has no axis of stride 1";
@@ -53,7 +54,9 @@ void compute_vector_limit(gemm_operand& o, const char* name) {
     }
     for (unsigned v = widest; v > 1; v /= 2) {
         std::string why;
-        if (o.contiguous_extent % v != 0)
+        // Only along the rows: a k-major vector past K would need its depth's bounds per element.
+        const bool partial = o.contiguous_extent % v != 0;
+        if (partial && o.major != operand_major::mn)
             why = std::string(name) + "'s contiguous extent " +
                   std::to_string(o.contiguous_extent) + " is not a multiple of " +
                   std::to_string(v);
@@ -67,6 +70,7 @@ void compute_vector_limit(gemm_operand& o, const char* name) {
                   std::to_string(v * eb);
         if (why.empty()) {
             o.max_vector = v;
+            o.partial_last_vector = partial;
             return;
         }
         if (o.vector_limit_reason.empty()) o.vector_limit_reason = why;
@@ -271,9 +275,9 @@ std::string to_string(const gemm_problem& p) {
     }
     auto operand = [](const char* name, const gemm_operand& o) {
         return std::string(" ") + name + "{" + to_string(o.major) + " " +
-               std::to_string(o.base_align_bytes) + "B v" + std::to_string(o.max_vector) + " zs[" +
-               list(o.batch_strides) + "] rs" + std::to_string(o.row_stride) + " ks[" +
-               list(o.k_strides) + "]}";
+               std::to_string(o.base_align_bytes) + "B v" + std::to_string(o.max_vector) +
+               (o.partial_last_vector ? "p" : "") + " zs[" + list(o.batch_strides) + "] rs" +
+               std::to_string(o.row_stride) + " ks[" + list(o.k_strides) + "]}";
     };
     return s + operand("A", p.a) + operand("B", p.b);
 }

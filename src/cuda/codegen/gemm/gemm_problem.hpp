@@ -58,6 +58,11 @@ struct gemm_operand {
     std::vector<long long> other_strides;
     std::size_t contiguous_extent = 0;
     bool has_contiguous_axis = false;
+    // An mn-major operand's rows may end inside a vector (GPT-2's 50,257 output columns, the
+    // rows padded to 16 bytes by pad_gemm_weights): that last vector copies only the elements
+    // before the end (cp.async's source size) and zero-fills the rest, so nothing past the end
+    // is read. Set by compute_vector_limit with max_vector.
+    bool partial_last_vector = false;
 };
 
 // Convolution only: the input operand's rows, m = ((image * O0 + o0) * O1 + o1)...
