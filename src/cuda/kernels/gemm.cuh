@@ -55,6 +55,34 @@ template <int PENDING> __device__ __forceinline__ void cx_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
+// A block's K loop: a ring of STAGES shared-memory stages, AHEAD K-tiles copied ahead of the one
+// being multiplied (wgmma keeps one multiply running while it issues the next, so a stage is
+// refilled one iteration later: STAGES - 2 ahead instead of STAGES - 1). Every iteration commits
+// one (possibly empty) copy group, so waiting until at most AHEAD - 1 are pending means tile t
+// has landed; the barrier after the wait also tells every warp that the stage about to be
+// refilled is no longer read. load(stage, kt) starts tile kt's copies into a stage,
+// multiply(stage) multiplies it, fence() makes the copies visible to the multiply (wgmma reads
+// through the async proxy; nothing for mma.sync).
+template <int STAGES, int AHEAD, class Load, class Multiply, class Fence>
+__device__ __forceinline__ void cx_gemm_k_loop(int kt_begin, int kt_count, Load& load,
+                                               Multiply& multiply, Fence fence) {
+#pragma unroll
+    for (int s = 0; s < AHEAD; ++s) {
+        if (s < kt_count) load(s, kt_begin + s);
+        cx_cp_async_commit();
+    }
+    for (int t = 0; t < kt_count; ++t) {
+        cx_cp_async_wait<AHEAD - 1>();
+        fence();
+        __syncthreads();
+        const int next = t + AHEAD;
+        if (next < kt_count) load(next % STAGES, kt_begin + next);
+        cx_cp_async_commit();
+        multiply(t % STAGES);
+    }
+    cx_cp_async_wait<0>();
+}
+
 __device__ __forceinline__ void cx_ldmatrix_x4(unsigned (&r)[4], unsigned address) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

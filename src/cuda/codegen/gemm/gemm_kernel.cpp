@@ -241,11 +241,7 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     s += compute.setup;
     s += in + "auto cx_multiply = [&](int cx_slot) {\n" + compute.tile + in + "};\n";
 
-    // This block's K-tiles, then the pipeline: stages - 1 tiles in flight ahead of the one
-    // being multiplied. Every iteration commits one (possibly empty) group, so waiting until
-    // at most stages - 2 groups are pending means tile t has landed; the barrier after the
-    // wait also tells every warp that the stage about to be refilled is no longer read.
-    const std::string stages = std::to_string(c.stages);
+    // This block's K-tiles, then the pipeline (cx_gemm_k_loop in gemm.cuh).
     if (split) {
         s += in + "const int cx_kt_begin = cx_split * " +
              text::integer_literal(plan->k_tiles_per_split) + ";\n";
@@ -257,25 +253,10 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         s += in + "const int cx_kt_begin = 0;\n";
         s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) + ";\n";
     }
-    // wgmma leaves one stage's multiply running while the next is issued (the multiply waits
-    // for the one before it), so a stage is refilled two iterations after it was multiplied:
-    // stages - 2 tiles ahead instead of stages - 1.
     const unsigned ahead = plan->wgmma ? c.stages - 2 : c.stages - 1;
-    s += in + "#pragma unroll\n" + in + "for (int s = 0; s < " + std::to_string(ahead) +
-         "; ++s) {\n";
-    s += in + "    if (s < cx_kt_count) cx_load_tiles(s, cx_kt_begin + s);\n";
-    s += in + "    cx_cp_async_commit();\n" + in + "}\n";
-    s += in + "for (int t = 0; t < cx_kt_count; ++t) {\n";
-    s += in + "    cx_cp_async_wait<" + std::to_string(ahead - 1) + ">();\n";
-    if (plan->wgmma) s += in + "    cx_fence_proxy_async();\n";
-    s += in + "    __syncthreads();\n";
-    s += in + "    const int next = t + " + std::to_string(ahead) + ";\n";
-    s += in + "    if (next < cx_kt_count) cx_load_tiles(next % " + stages +
-         ", cx_kt_begin + next);\n";
-    s += in + "    cx_cp_async_commit();\n";
-    s += in + "    cx_multiply(t % " + stages + ");\n";
-    s += in + "}\n";
-    s += in + "cx_cp_async_wait<0>();\n";
+    s += in + "cx_gemm_k_loop<" + std::to_string(c.stages) + ", " + std::to_string(ahead) +
+         ">(cx_kt_begin, cx_kt_count, cx_load_tiles, cx_multiply, [] {" +
+         (plan->wgmma ? " cx_fence_proxy_async(); " : "") + "});\n";
     s += compute.finish;
     if (staged) {
         // Every warp must be done reading the pipeline's tiles before they are overwritten.
