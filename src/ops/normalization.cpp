@@ -147,9 +147,10 @@ argument layer_norm::eval(const shape& out, const std::vector<argument>& in) con
                     T* yr = y.data() + r * inner;
                     // Two passes with double sums: long rows would otherwise lose digits in the
                     // mean, and E[x^2] - E[x]^2 cancels badly.
-                    double sum = 0;
-                    for (std::size_t i = 0; centered && i < inner; ++i)
-                        sum += double(xr[i]);
+                    double sum = 0; // not centred (RMS normalisation): the mean is 0
+                    if (centered)
+                        for (std::size_t i = 0; i < inner; ++i)
+                            sum += double(xr[i]);
                     const T mean = T(sum / double(inner));
                     double sq = 0;
                     for (std::size_t i = 0; i < inner; ++i) {

@@ -19,9 +19,7 @@ namespace {
 using op::elementwise_kind;
 
 using passes_detail::elementwise_kind_of;
-bool single_use(instruction_ref ins) {
-    return ins->outputs().size() == 1;
-}
+using passes_detail::single_use;
 
 using passes_detail::scalar_literal;
 using passes_detail::scaled_by_scalar;

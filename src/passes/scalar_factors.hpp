@@ -16,6 +16,11 @@ std::optional<op::elementwise_kind> elementwise_kind_of(instruction_ref ins);
 // The value of a one-element literal, seen through broadcasts.
 std::optional<double> scalar_literal(instruction_ref ins);
 
+// Whether exactly one instruction uses `ins`: an intermediate a matched idiom may absorb.
+inline bool single_use(instruction_ref ins) {
+    return ins->outputs().size() == 1;
+}
+
 // x * c, c * x or x / c with c a scalar literal: (x, the factor).
 std::optional<std::pair<instruction_ref, double>> scaled_by_scalar(instruction_ref ins);
 

@@ -20,6 +20,7 @@ using op::elementwise_kind;
 using passes_detail::elementwise_kind_of;
 using passes_detail::scalar_literal;
 using passes_detail::scaled_by_scalar;
+using passes_detail::single_use;
 
 // Constants stored in f16 or bf16 keep about three digits.
 bool close_to(double value, double expected) {
@@ -49,10 +50,6 @@ void collect_factors(instruction_ref ins, bool root, std::vector<instruction_ref
         return;
     }
     factors.push_back(ins);
-}
-
-bool single_use(instruction_ref ins) {
-    return ins->outputs().size() == 1;
 }
 
 // pow(x, 3), x * x * x in either association: x.

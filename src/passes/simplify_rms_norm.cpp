@@ -20,10 +20,7 @@ namespace {
 using op::elementwise_kind;
 using passes_detail::elementwise_kind_of;
 using passes_detail::scalar_literal;
-
-bool single_use(instruction_ref ins) {
-    return ins->outputs().size() == 1;
-}
+using passes_detail::single_use;
 
 instruction_ref through_broadcast(instruction_ref ins) {
     return ins->get_operator().get_if<op::broadcast>() != nullptr && single_use(ins)

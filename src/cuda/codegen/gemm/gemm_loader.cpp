@@ -216,16 +216,16 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     }
     l += in3 + "const bool ok = " + ok + ";\n";
     l += in3 + "const " + off_t + " off = " + P + "row_off[" + ri + "] + " + P + "koff;\n";
+    const std::string vector_bytes = std::to_string(t.vector * plan.element_bytes);
+    const std::string copy_to_from = "(cx_smem_base + " + P + "stage + " + P +
+                                     "sts[i], ok ? (const void*)(" + ptr +
+                                     " + off) : (const void*)" + ptr + ", ";
     if (partial) {
-        const std::string vector_bytes = std::to_string(t.vector * plan.element_bytes);
         l += in3 + "const int bytes = ok ? min(" + P + "row_left[" + ri + "] * " +
              std::to_string(plan.element_bytes) + ", " + vector_bytes + ") : 0;\n";
-        l += in3 + "cx_cp_async_bytes<" + vector_bytes + ">(cx_smem_base + " + P + "stage + " + P +
-             "sts[i], ok ? (const void*)(" + ptr + " + off) : (const void*)" + ptr + ", bytes);\n";
+        l += in3 + "cx_cp_async_bytes<" + vector_bytes + ">" + copy_to_from + "bytes);\n";
     } else if (t.async) {
-        l += in3 + "cx_cp_async<" + std::to_string(t.vector * plan.element_bytes) +
-             ">(cx_smem_base + " + P + "stage + " + P + "sts[i], ok ? (const void*)(" + ptr +
-             " + off) : (const void*)" + ptr + ", ok);\n";
+        l += in3 + "cx_cp_async<" + vector_bytes + ">" + copy_to_from + "ok);\n";
     } else {
         CONFLUX_ASSERT(t.vector == 1, "register copies are element by element");
         l += in3 + "*reinterpret_cast<" + c.storage + "*>(cx_smem + " + P + "stage + " + P +
