@@ -187,5 +187,23 @@ TEST(CudaFusedEpilogue, AReshapeThatKeepsEightColumnsTogetherStoresVectors) {
     EXPECT_NO_THROW(nvrtc_compile(k, "sm_90")) << k.code;
 }
 
+TEST(CudaFusedEpilogue, EightF32ResultsOfAnF16ProductAreTwo16ByteStores) {
+    // An f16 product converted to f32 (a model's f32 output under --fp16: LLaMA's logits): the
+    // lane group of 8 is 32 bytes, stored as two uint4s (the second at n + 4), not 8 scalars.
+    fixture f([](module& m, instruction_ref v) {
+        return m.add_instruction(op::make_convert(dtype::f32), {v});
+    });
+    const gemm_epilogue g = fused_epilogue(f.problem, f.e);
+    ASSERT_EQ(g.lanes, 8u);
+    const std::size_t first = g.code.find("*reinterpret_cast<uint4*>(&out0[");
+    ASSERT_NE(first, std::string::npos) << g.code;
+    EXPECT_NE(g.code.find("*reinterpret_cast<uint4*>(&out0[", first + 1), std::string::npos)
+        << g.code;
+    EXPECT_NE(g.code.find("float s[4];"), std::string::npos) << g.code;
+    const kernel_source k =
+        generate_gemm_kernel(f.problem, config("64x32x32_w2x1_s3_k1"), g, "cx_fused_test");
+    EXPECT_NO_THROW(nvrtc_compile(k, "sm_90")) << k.code;
+}
+
 } // namespace
 } // namespace conflux::cuda

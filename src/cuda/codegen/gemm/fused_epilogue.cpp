@@ -246,7 +246,7 @@ namespace {
 bool stores_vectors(const gemm_problem& p, const dims& lens,
                     const std::vector<instruction_ref>& path, const shape& out, unsigned lanes) {
     const std::size_t bytes = lanes * size_of(out.type());
-    if (bytes != 4 && bytes != 8 && bytes != 16) return false;
+    if (bytes != 4 && bytes != 8 && bytes % 16 != 0) return false;
     std::size_t axis = axes_of(p, lens.size()).n_axis;
     std::size_t rank = lens.size();
     for (instruction_ref t : path) {
@@ -372,15 +372,21 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
         const shape& out = e.outputs[r];
         const std::string o = "out" + std::to_string(r);
         if (lanes > 1 && stores_vectors(p, lens, path, out, lanes)) {
-            const std::size_t bytes = lanes * size_of(out.type());
-            const std::string u = w.fresh("cx_pack");
-            w.line("union { " + std::string(vector_type(bytes)) + " u; " +
-                   storage_type(out.type()) + " s[" + std::to_string(lanes) + "]; } " + u + ";");
-            for (unsigned lane = 0; lane < lanes; ++lane)
-                w.line(u + ".s[" + std::to_string(lane) +
-                       "] = " + values.value(returns[r], position_of(lane, path)) + ";");
-            w.line("*reinterpret_cast<" + std::string(vector_type(bytes)) + "*>(&" + o + "[" +
-                   w.offset(position_of(0, path), out) + "]) = " + u + ".u;");
+            // At most 16 bytes per store: eight f32 results of an f16 product (LLaMA's logits)
+            // are two stores, not eight 4-byte ones a lane group apart.
+            const std::size_t piece_bytes = std::min<std::size_t>(lanes * size_of(out.type()), 16);
+            const auto per_piece = static_cast<unsigned>(piece_bytes / size_of(out.type()));
+            for (unsigned first = 0; first < lanes; first += per_piece) {
+                const std::string u = w.fresh("cx_pack");
+                w.line("union { " + std::string(vector_type(piece_bytes)) + " u; " +
+                       storage_type(out.type()) + " s[" + std::to_string(per_piece) + "]; } " + u +
+                       ";");
+                for (unsigned lane = first; lane < first + per_piece; ++lane)
+                    w.line(u + ".s[" + std::to_string(lane - first) +
+                           "] = " + values.value(returns[r], position_of(lane, path)) + ";");
+                w.line("*reinterpret_cast<" + std::string(vector_type(piece_bytes)) + "*>(&" + o +
+                       "[" + w.offset(position_of(first, path), out) + "]) = " + u + ".u;");
+            }
             continue;
         }
         for (unsigned lane = 0; lane < lanes; ++lane) {
