@@ -26,7 +26,7 @@ so the zoo can be timed over several device calls (bench/zoo/bench_zoo.sh).
 
 Usage: python3 bench/zoo/bench_zoo.py WORK --conflux BIN [--only a,b] [--batches 1,32]
            [--tune quick|none] [--problem-cache F] [--jobs N] [--deadline S] [--resume JSON]
-           [--json F] [--markdown F] [--table-from JSON]
+           [--wait-for FILE] [--json F] [--markdown F] [--table-from JSON]
 """
 import argparse
 import concurrent.futures as futures
@@ -356,6 +356,9 @@ def main():
     ap.add_argument("--top", type=int, default=3, help="launches listed in each perf log")
     ap.add_argument("--resume", default="", help="JSON of an earlier call: its rows measured "
                                                   "with this binary are kept, not re-measured")
+    ap.add_argument("--wait-for", metavar="FILE", default="",
+                    help="start timing only once FILE exists (other GPU work of the same device "
+                         "call, such as the GPU suite, runs while the models are prepared)")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--table-from", metavar="JSON")
@@ -426,6 +429,11 @@ def main():
             break
     pool.shutdown(wait=False, cancel_futures=True)
     todo = [m for m in todo if m in prepared]
+    if args.wait_for and not os.path.exists(args.wait_for):
+        print(f"[time {time.monotonic() - start:.0f} s] waiting for {args.wait_for}", flush=True)
+        while not os.path.exists(args.wait_for):
+            time.sleep(1)
+        print(f"[time {time.monotonic() - start:.0f} s] timing starts", flush=True)
 
     for name in todo:
         p = prepared[name]
