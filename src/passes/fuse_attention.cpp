@@ -6,6 +6,7 @@
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
+#include "passes/attention_grouped_heads.hpp"
 #include "passes/scalar_factors.hpp"
 
 #include <algorithm>
@@ -164,11 +165,11 @@ bool backward_from_softmax(module& m, instruction_ref s, match& mt) {
 // Single-use transposes of the attention's result that keep Dv innermost become its out_perm,
 // so the kernel stores rows of Dv contiguous elements where the transpose puts them: the heads
 // merged back (transpose to [batch, Sq, heads, Dv], then a reshape) need no copy kernel.
-void absorb_output_transposes(module& m, instruction_ref att) {
+instruction_ref absorb_output_transposes(module& m, instruction_ref att) {
     while (single_use(att)) {
         const instruction_ref user = att->outputs().front();
         const auto* t = user->get_operator().get_if<op::transpose>();
-        if (t == nullptr) return;
+        if (t == nullptr) return att;
         auto a = *att->get_operator().get_if<op::attention>();
         const std::size_t rank = t->permutation.size();
         std::vector<std::int64_t> composed(rank);
@@ -176,7 +177,7 @@ void absorb_output_transposes(module& m, instruction_ref att) {
             const auto from = static_cast<std::size_t>(t->permutation[i]);
             composed[i] = a.out_perm.empty() ? static_cast<std::int64_t>(from) : a.out_perm[from];
         }
-        if (static_cast<std::size_t>(composed.back()) != rank - 1) return;
+        if (static_cast<std::size_t>(composed.back()) != rank - 1) return att;
         bool identity = true;
         for (std::size_t i = 0; i < rank; ++i)
             identity = identity && static_cast<std::size_t>(composed[i]) == i;
@@ -188,6 +189,7 @@ void absorb_output_transposes(module& m, instruction_ref att) {
         m.remove_instruction(att);
         att = written;
     }
+    return att;
 }
 
 } // namespace
@@ -232,7 +234,7 @@ void fuse_attention::apply(module& m) const {
             }
         }
         m.replace_instruction(mt->result, a, inputs);
-        absorb_output_transposes(m, mt->result);
+        passes_detail::group_repeated_heads(m, absorb_output_transposes(m, mt->result), obstacle);
     }
 }
 

@@ -216,6 +216,52 @@ def squeeze_unsqueeze_tail(rng):
                   {"y": (TensorProto.FLOAT, [1, 1, 8, 6])}, inits)
     write("squeeze_unsqueeze_tail", model, {"x": x})
 
+def grouped_query_attention(rng):
+    # LLaMA's attention as Hugging Face's eager path exports it: 4 query heads share 2 key/value
+    # heads; repeat_kv is Unsqueeze -> Expand -> Reshape (a copy unless the compiler keeps the
+    # heads grouped), a causal mask added to the scaled scores.
+    b, s, e, h, kvh, d = 2, 16, 64, 4, 2, 16
+    x = rand(rng, (b, s, e))
+    mask = np.triu(np.full((s, s), -1e9, dtype=np.float32), 1)[None, None]
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q0"]),
+        helper.make_node("Reshape", ["q0", "q_heads"], ["q1"]),
+        helper.make_node("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
+    ]
+    for n in ("k", "v"):
+        nodes += [
+            helper.make_node("MatMul", ["x", "w" + n], [n + "0"]),
+            helper.make_node("Reshape", [n + "0", "kv_heads"], [n + "1"]),
+            helper.make_node("Transpose", [n + "1"], [n + "2"], perm=[0, 2, 1, 3]),
+            helper.make_node("Unsqueeze", [n + "2", "axis2"], [n + "3"]),
+            helper.make_node("Expand", [n + "3", "repeated"], [n + "4"]),
+            helper.make_node("Reshape", [n + "4", "all_heads"], [n + "5"]),
+        ]
+    nodes += [
+        helper.make_node("Transpose", ["k5"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores0"]),
+        helper.make_node("Mul", ["scores0", "scale"], ["scores1"]),
+        helper.make_node("Add", ["scores1", "mask"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v5"], ["o0"]),
+        helper.make_node("Transpose", ["o0"], ["o1"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["o1", "merged"], ["o2"]),
+        helper.make_node("MatMul", ["o2", "wo"], ["y"]),
+    ]
+    inits = [const("wq", rand(rng, (e, h * d), 0.2)), const("wk", rand(rng, (e, kvh * d), 0.2)),
+             const("wv", rand(rng, (e, kvh * d), 0.2)), const("wo", rand(rng, (h * d, e), 0.2)),
+             const("q_heads", np.array([b, s, h, d], dtype=np.int64)),
+             const("kv_heads", np.array([b, s, kvh, d], dtype=np.int64)),
+             const("axis2", np.array([2], dtype=np.int64)),
+             const("repeated", np.array([b, kvh, h // kvh, s, d], dtype=np.int64)),
+             const("all_heads", np.array([b, h, s, d], dtype=np.int64)),
+             const("scale", np.array(1 / np.sqrt(d), dtype=np.float32)),
+             const("mask", mask),
+             const("merged", np.array([b, s, h * d], dtype=np.int64))]
+    model = build("grouped_query_attention", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [b, s, e])}, inits)
+    write("grouped_query_attention", model, {"x": x})
+
 
 def main():
     rng = np.random.default_rng(7)
@@ -227,6 +273,7 @@ def main():
     depthwise_clip_pool_gemm(rng)
     conv_batchnorm_relu_maxpool(rng)
     squeeze_unsqueeze_tail(rng)
+    grouped_query_attention(rng)
 
 
 if __name__ == "__main__":

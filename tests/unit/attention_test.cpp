@@ -307,3 +307,80 @@ TEST(attention, a_target_obstacle_keeps_the_chain_and_names_the_reason) {
     auto p2 = transform_and_compare(sdpa_chain, accept, 1e-5);
     EXPECT_EQ(count_named(p2.main(), "attention"), 1u) << p2.to_string();
 }
+
+namespace {
+
+// LLaMA's grouped-query attention: 4 query heads, 2 key/value heads each repeated twice by
+// unsqueeze -> broadcast -> reshape (a copy: the repeat axis has stride 0).
+instruction_ref repeat_heads(module& m, instruction_ref kv) {
+    auto u = m.add_instruction(op::unsqueeze{{2}}, {kv});
+    auto b = m.add_instruction(op::broadcast{{2, 2, 2, 7, 8}}, {u});
+    return m.add_instruction(op::reshape{{2, 4, 7, 8}}, {b});
+}
+
+void grouped_query_chain(module& m, bool repeat_keys, bool repeat_values) {
+    auto q = m.add_parameter("q", shape{dtype::f32, {2, 4, 5, 8}});
+    auto k = repeat_keys ? repeat_heads(m, m.add_parameter("k", shape{dtype::f32, {2, 2, 7, 8}}))
+                         : m.add_parameter("k", shape{dtype::f32, {2, 4, 7, 8}});
+    auto v = repeat_values ? repeat_heads(m, m.add_parameter("v", shape{dtype::f32, {2, 2, 7, 8}}))
+                           : m.add_parameter("v", shape{dtype::f32, {2, 4, 7, 8}});
+    auto kt = m.add_instruction(op::transpose{{0, 1, 3, 2}}, {k});
+    auto s = m.add_instruction(op::dot{}, {q, kt});
+    auto mask = m.add_parameter("mask", shape{dtype::f32, {1, 1, 5, 7}});
+    auto biased = m.add_instruction(ew(elementwise_kind::add),
+                                    {s, m.add_instruction(op::broadcast{{2, 4, 5, 7}}, {mask})});
+    auto o = m.add_instruction(op::dot{}, {m.add_instruction(op::softmax{3}, {biased}), v});
+    auto t = m.add_instruction(op::transpose{{0, 2, 1, 3}}, {o});
+    m.add_return({m.add_instruction(op::reshape{{2, 5, 32}}, {t})});
+}
+
+// The reshapes that cannot be views (the copies) in a module.
+std::size_t copying_reshapes(const module& m) {
+    std::size_t n = 0;
+    for (const auto& ins : m)
+        if (ins.get_operator().get_if<op::reshape>() != nullptr &&
+            !op::reshape_as_view(ins.inputs().front()->get_shape(), ins.get_shape().lens()))
+            ++n;
+    return n;
+}
+
+} // namespace
+
+TEST(attention, grouped_query_heads_are_not_repeated) {
+    for (auto [keys, values] : {std::pair{true, true}, {true, false}, {false, true}}) {
+        auto p = transform_and_compare(
+            [keys, values](module& m) { grouped_query_chain(m, keys, values); }, run_fuse, 1e-5);
+        EXPECT_EQ(copying_reshapes(p.main()), 0u) << p.to_string();
+        std::size_t grouped = 0;
+        for (const auto& ins : p.main())
+            if (const auto* a = ins.get_operator().get_if<op::attention>()) {
+                // [batch, kv heads, repeat, Sq, Dv] stored as [batch, Sq, kv heads, repeat, Dv].
+                EXPECT_EQ(a->out_perm, (std::vector<std::int64_t>{0, 3, 1, 2, 4}));
+                EXPECT_EQ(ins.get_shape().lens(), (dims{2, 5, 2, 2, 8}));
+                EXPECT_EQ(ins.inputs()[2]->get_shape().lens(), (dims{2, 2, 2, 7, 8}));
+                ++grouped;
+            }
+        EXPECT_EQ(grouped, 1u) << p.to_string();
+    }
+}
+
+TEST(attention, a_repeat_the_heads_axis_cannot_split_into_stays_a_copy) {
+    // The repeat outside the kv heads ([batch, r, kv, ..]): head h is kv head h % 2, which a
+    // split axis cannot express; the keys are copied as before.
+    auto p = transform_and_compare(
+        [](module& m) {
+            auto q = m.add_parameter("q", shape{dtype::f32, {2, 4, 5, 8}});
+            auto k = m.add_parameter("k", shape{dtype::f32, {2, 2, 7, 8}});
+            auto u = m.add_instruction(op::unsqueeze{{1}}, {k});
+            auto b = m.add_instruction(op::broadcast{{2, 2, 2, 7, 8}}, {u});
+            auto kr = m.add_instruction(op::reshape{{2, 4, 7, 8}}, {b});
+            auto kt = m.add_instruction(op::transpose{{0, 1, 3, 2}}, {kr});
+            auto v = m.add_parameter("v", shape{dtype::f32, {2, 4, 7, 8}});
+            auto s = m.add_instruction(op::dot{}, {q, kt});
+            m.add_return(
+                {m.add_instruction(op::dot{}, {m.add_instruction(op::softmax{3}, {s}), v})});
+        },
+        run_fuse, 1e-5);
+    EXPECT_EQ(count_named(p.main(), "attention"), 1u) << p.to_string();
+    EXPECT_EQ(copying_reshapes(p.main()), 1u) << p.to_string();
+}

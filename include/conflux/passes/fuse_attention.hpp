@@ -8,6 +8,9 @@
 //   - float converts anywhere in the chain (--fp16 keeps softmax in f32);
 //   - after the softmax, optionally torch's safe-softmax guard where(isnan(p), 0, p)
 //     (zero_nan_rows).
+// Grouped-query attention (each key/value head repeated for several query heads by
+// unsqueeze -> expand -> reshape, a copy) keeps the heads grouped instead: the op gets the heads
+// axis split into (kv heads, repeat) and reads the keys and values once per kv head.
 // Every intermediate value must have that one use. Precondition: after simplify, before
 // fuse_pointwise. Guarantee: the same results up to the rounding of the intermediate scores and
 // probabilities, which the op keeps in f32 (or f64).
