@@ -83,6 +83,40 @@ __device__ __forceinline__ void cx_gemm_k_loop(int kt_begin, int kt_count, Load&
     cx_cp_async_wait<0>();
 }
 
+// The staged store's walk: the block's finished tile parked in shared memory as storage values,
+// one row per output row (BY_N: element (m, n) at [m][n]) or per output column ([n][m]), rows of
+// STAGE_COLS elements (padded by 16 bytes against bank conflicts), read back by THREADS threads
+// LANES consecutive elements of a row at a time (LANES > 1 only along n, with TILE_N a multiple
+// of it: N is then a multiple too, so a chunk that starts inside the matrix ends inside it).
+// store(m, n, at) gets each chunk inside the M x N matrix, at pointing into the stage. The
+// walk's order makes consecutive threads read consecutive chunks of a row, so both the shared
+// reads and the global stores the epilogue makes of them are contiguous.
+template <int TILE_M, int TILE_N, int LANES, int THREADS, int STAGE_COLS, bool BY_N, class S,
+          class Offset, class Store>
+__device__ __forceinline__ void cx_gemm_staged_walk(const S* stage, int tid, Offset m0, Offset n0,
+                                                    Offset rows, Offset cols, Store&& store) {
+    constexpr int FAST = BY_N ? TILE_N / LANES : TILE_M; // steps along one staged row
+    for (int e = tid; e < TILE_M * TILE_N / LANES; e += THREADS) {
+        const int fast = e % FAST * LANES, slow = e / FAST;
+        const Offset m = m0 + (BY_N ? slow : fast);
+        const Offset n = n0 + (BY_N ? fast : slow);
+        if (m < rows && n < cols) store(m, n, &stage[slow * STAGE_COLS + fast]);
+    }
+}
+
+// LANES consecutive staged values (16 bytes, aligned) widened to the accumulator type.
+template <int LANES, class S, class A>
+__device__ __forceinline__ void cx_gemm_staged_chunk(const S* at, A (&v)[LANES]) {
+    union {
+        uint4 u;
+        S s[LANES];
+    } chunk;
+    chunk.u = *reinterpret_cast<const uint4*>(at);
+#pragma unroll
+    for (int l = 0; l < LANES; ++l)
+        v[l] = cx_load(&chunk.s[l]);
+}
+
 __device__ __forceinline__ void cx_ldmatrix_x4(unsigned (&r)[4], unsigned address) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

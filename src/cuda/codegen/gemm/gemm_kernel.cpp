@@ -270,41 +270,26 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         // walk whose epilogue has cx_epilogue_vec), else one.
         const unsigned lanes =
             by_n && epilogue.lanes > 1 && c.tile_n % epilogue.lanes == 0 ? epilogue.lanes : 1;
-        const std::size_t steps = std::size_t(c.tile_m) * c.tile_n / lanes;
-        const std::string fast = text::integer_literal(
-            std::size_t(by_n ? c.tile_n / lanes : c.tile_m)); // steps per staged row
         s += in + "__syncthreads();\n";
-        s += in + "for (int cx_e = cx_tid; cx_e < " + text::integer_literal(steps) +
-             "; cx_e += " + std::to_string(plan->threads) + ") {\n";
-        s += in + "    const int cx_fast = cx_e % " + fast + " * " + std::to_string(lanes) +
-             ", cx_slow = cx_e / " + fast + ";\n";
-        s += in + "    const cx_offset m = cx_m0 + " + (by_n ? "cx_slow" : "cx_fast") + ";\n";
-        s += in + "    const cx_offset n = cx_n0 + " + (by_n ? "cx_fast" : "cx_slow") + ";\n";
-        const std::string at = "cx_stage[cx_slow * " + std::to_string(stage_cols) + " + cx_fast]";
-        // N is a multiple of lanes, so a chunk that starts inside the matrix ends inside it.
-        s += in + "    if (m < " + text::integer_literal(p.m) + " && n < " +
-             text::integer_literal(p.n) + ") {\n";
+        s += in + "cx_gemm_staged_walk<" + std::to_string(c.tile_m) + ", " +
+             std::to_string(c.tile_n) + ", " + std::to_string(lanes) + ", " +
+             std::to_string(plan->threads) + ", " + std::to_string(stage_cols) + ", " +
+             (by_n ? "true" : "false") + ">(cx_stage, cx_tid, cx_m0, cx_n0, (cx_offset)" +
+             text::integer_literal(p.m) + ", (cx_offset)" + text::integer_literal(p.n) +
+             ", [&](cx_offset m, cx_offset n, const " + S + "* cx_at) {\n";
         if (lanes == 1) {
-            s += in + "        " +
-                 gemm::fill_store_format(epilogue_call(p, epilogue), "cx_load(&" + at + ")", "m",
-                                         "n") +
+            s += in + "    " +
+                 gemm::fill_store_format(epilogue_call(p, epilogue), "cx_load(cx_at)", "m", "n") +
                  "\n";
         } else {
-            // One 16-byte shared-memory read (rows are padded by 16 bytes, chunks aligned).
-            s += in + "        union { uint4 u; " + S + " s[" + std::to_string(lanes) +
-                 "]; } cx_chunk;\n";
-            s += in + "        cx_chunk.u = *reinterpret_cast<const uint4*>(&" + at + ");\n";
-            s += in + "        " + ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n";
-            s += in + "        #pragma unroll\n";
-            s += in + "        for (int cx_l = 0; cx_l < " + std::to_string(lanes) +
-                 "; ++cx_l) cx_v[cx_l] = cx_load(&cx_chunk.s[cx_l]);\n";
-            s += in + "        " +
+            s += in + "    " + ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n";
+            s += in + "    cx_gemm_staged_chunk(cx_at, cx_v);\n";
+            s += in + "    " +
                  gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_vec"), "cx_v", "m",
                                          "n") +
                  "\n";
         }
-        s += in + "    }\n";
-        s += in + "}\n";
+        s += in + "});\n";
     }
     s += "}\n";
 
