@@ -4,17 +4,19 @@ torch.compile(mode="reduce-overhead") (Inductor + CUDA graphs), per model and ba
 in one process tree on one GPU, every Conflux output checked against PyTorch's.
 
 Per model (the zoo's builders, bench/zoo/make_zoo.py: random weights from a fixed seed):
-  prepare  (in parallel, --jobs models at a time; nothing here is timed)
+  prepare  (a worker process per model, --jobs preparing at a time; nothing here is timed)
            export once with a symbolic batch (TorchScript exporter, the dynamo exporter where
            TorchScript cannot), then per batch size: the input, PyTorch's f32 output (TF32 off:
-           the answer) and f16 output, and one torch.compile(mode="reduce-overhead") run that
-           fills Inductor's cache, so that the timing below does not wait for Triton
-  time     (one model at a time, nothing else on the GPU) per batch size:
+           the answer) and f16 output, and torch.compile(mode="reduce-overhead") with static
+           shapes, compiled and run; the worker keeps the f16 model and the compiled functions
+           and waits, idle, for its model's turn below
+  time     (one model at a time, every other worker idle) per batch size:
            conflux perf --fp16 (the program's median over -n runs, one CUDA graph per run, and
            its slowest launches), then conflux run --fp16 on the saved input with the same
            caches (the same configs) for the check; PyTorch f16 eager (channels-last for images,
            cuDNN benchmark) and reduce-overhead, each timed as ITER back-to-back calls between
-           two CUDA events, median of REPEATS such windows
+           two CUDA events, median of REPEATS such windows, in the model's worker (a child
+           process that builds and compiles the model again if the worker failed)
   check    Conflux's output against PyTorch's f32 output: relative RMS within max(1e-2, twice
            PyTorch's own f16 distance from it), the rule bench/zoo/run_zoo.py uses
 
@@ -29,7 +31,7 @@ Usage: python3 bench/zoo/bench_zoo.py WORK --conflux BIN [--only a,b] [--batches
            [--wait-for FILE] [--json F] [--markdown F] [--table-from JSON]
 """
 import argparse
-import concurrent.futures as futures
+import multiprocessing.connection as mp_connection
 import importlib.util
 import json
 import math
@@ -123,9 +125,13 @@ def relative_rms(got, want):
 
 # ---- prepare (a worker process per model) -------------------------------------------------------
 
-def prepare(name, work, batches):
+def prepare(name, work, batches, kept=None):
+    """`kept` (a dict): the f16 model and a reduce-overhead function per batch size are left in
+    it, compiled with static shapes and cuDNN's benchmark mode as the timing uses them."""
     import torch
     torch.set_num_threads(2)
+    if kept is not None:
+        torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     folder = os.path.join(work, name)
@@ -164,7 +170,8 @@ def prepare(name, work, batches):
             out32 = first_tensor(m32(*on_gpu(inputs, False))).float().cpu().numpy()
             out16 = first_tensor(m16(*on_gpu(inputs, True))).float().cpu().numpy()
             np.save(os.path.join(folder, f"torch_f32_{batch}.npy"), out32)
-            compiled = torch.compile(m16, mode="reduce-overhead")
+            compiled = torch.compile(m16, mode="reduce-overhead",
+                                     dynamic=False if kept is not None else None)
             x16 = on_gpu(inputs, True)
             t = time.monotonic()
             for _ in range(3):
@@ -176,53 +183,119 @@ def prepare(name, work, batches):
             "torch_f16_rel_rms": relative_rms(out16, out32),
             "torch_compiled_rel_rms": relative_rms(compiled_out, out32),
             "torch_compile_s": round(time.monotonic() - t, 1)}
-        del compiled
-        torch._dynamo.reset()
+        if kept is not None:
+            kept.setdefault("compiled", {})[str(batch)] = compiled
+        else:
+            del compiled
+            torch._dynamo.reset()
+    if kept is not None:
+        kept["m16"] = m16
+    del m32
+    torch.cuda.empty_cache()
     record["prepare_s"] = round(time.monotonic() - start, 1)
     return record
 
 
 # ---- time (one model at a time) -----------------------------------------------------------------
 
-def time_torch(name, inputs_by_batch, iters, repeats):
-    """Runs in a child process (a fresh CUDA context per model): eager and reduce-overhead at
-    every batch size, {batch: {...}}."""
+def measure(fn, iters, repeats):
+    """Median over `repeats` windows of `iters` back-to-back calls between two CUDA events, after
+    5 warm-up calls, in ms per call."""
+    import torch
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    windows = []
+    for _ in range(repeats):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(iters):
+            fn()
+        e.record()
+        e.synchronize()
+        windows.append(s.elapsed_time(e) / iters)
+    return sorted(windows)[len(windows) // 2]
+
+
+def time_torch(name, inputs_by_batch, iters, repeats, kept=None):
+    """Eager and reduce-overhead at every batch size, {batch: {...}}: in the model's worker with
+    the f16 model and the reduce-overhead functions it compiled while preparing (`kept`), or, as
+    a fallback, in a child process of its own that builds and compiles them again."""
     import torch
     torch.backends.cudnn.benchmark = True
-    _, _, model, _, _ = build(name)
-    m16 = gpu_model(model, True)
-
-    def measure(fn):
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        windows = []
-        for _ in range(repeats):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(iters):
-                fn()
-            e.record()
-            e.synchronize()
-            windows.append(s.elapsed_time(e) / iters)
-        return sorted(windows)[len(windows) // 2]
-
+    if kept is None:
+        _, _, model, _, _ = build(name)
+        m16 = gpu_model(model, True)
+    else:
+        m16 = kept["m16"]
     results = {}
     for batch, inputs in inputs_by_batch.items():
         x16 = on_gpu(tuple(torch.from_numpy(np.load(i["file"])) for i in inputs), True)
         with torch.no_grad():
-            eager = measure(lambda: m16(*x16))
-            compiled = torch.compile(m16, mode="reduce-overhead")
+            eager = measure(lambda: m16(*x16), iters, repeats)
             t = time.monotonic()
+            if kept is None:
+                compiled = torch.compile(m16, mode="reduce-overhead")
+            else:
+                compiled = kept["compiled"][str(batch)]
             compiled(*x16)
             torch.cuda.synchronize()
             compile_s = time.monotonic() - t
-            reduce_overhead = measure(lambda: compiled(*x16))
+            reduce_overhead = measure(lambda: compiled(*x16), iters, repeats)
         results[batch] = {"torch_eager": eager, "torch_reduce_overhead": reduce_overhead,
                           "torch_compile_s": round(compile_s, 1)}
-        del compiled
-        torch._dynamo.reset()
+        if kept is None:
+            del compiled
+            torch._dynamo.reset()
     return results
+
+
+def model_worker(name, work, batches, iters, repeats, conn):
+    """A model's own process for the whole call: prepares it and sends the record, then, when
+    asked ("time", {batch: inputs}) while nothing else runs, times PyTorch with the models it
+    kept, so reduce-overhead is not compiled a second time (about 35 s a batch size saved).
+    Anything else ends it."""
+    kept = {}
+    try:
+        record = prepare(name, work, batches, kept)
+    except Exception as e:
+        record = {"model": name, "error": f"prepare: {type(e).__name__}: "
+                                          f"{zoo_models().one_line(e)}"}
+    conn.send(record)
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message[0] != "time" or "error" in record:
+            return
+        try:
+            conn.send({"result": time_torch(name, message[1], iters, repeats, kept)})
+        except Exception as e:
+            conn.send({"error": f"{type(e).__name__}: {zoo_models().one_line(e)}"})
+
+
+def time_in_worker(worker, inputs, timeout):
+    """{"result": ...} from the model's worker, or {"error": why}; the worker ends either way
+    (its GPU memory is freed before the next model is timed)."""
+    if worker is None:
+        return {"error": "no worker"}
+    process, conn = worker
+    try:
+        conn.send(("time", inputs))
+        if not conn.poll(timeout):
+            return {"error": f"over {timeout} s"}
+        return conn.recv()
+    except (EOFError, OSError) as e:
+        return {"error": f"the worker died ({type(e).__name__})"}
+    finally:
+        try:
+            conn.send(("exit",))
+        except (OSError, ValueError):
+            pass
+        process.join(30)
+        if process.is_alive():
+            process.kill()
 
 
 LAUNCH_ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
@@ -399,35 +472,42 @@ def main():
     if args.problem_cache:
         caches += ["--problem-cache", args.problem_cache]
 
-    prepared = {}
-    # spawn, not fork: every worker starts its own CUDA context.
-    spawn = __import__("multiprocessing").get_context("spawn")
-    pool = futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=spawn)
-    jobs = {pool.submit(prepare, m, args.work, batches): m for m in todo}
-    pending = set(jobs)
+    prepared, workers = {}, {}
+    # spawn, not fork: every worker starts its own CUDA context. At most --jobs prepare at once;
+    # a prepared worker waits (idle, its models on the GPU) until its model is timed.
+    mp = __import__("multiprocessing").get_context("spawn")
+    waiting, preparing = list(todo), {}
     prepare_deadline = start + args.prepare_share * args.deadline
-    while pending:
-        finished, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED,
-                                         timeout=max(0, prepare_deadline - time.monotonic()))
-        for job in finished:
-            name = jobs[job]
+    while waiting or preparing:
+        while waiting and len(preparing) < args.jobs:
+            name = waiting.pop(0)
+            here, there = mp.Pipe()
+            process = mp.Process(target=model_worker, daemon=True,
+                                 args=(name, args.work, batches, args.iters, args.repeats, there))
+            process.start()
+            there.close()
+            preparing[here] = name
+            workers[name] = (process, here)
+        ready = mp_connection.wait(list(preparing),
+                                   timeout=max(0, prepare_deadline - time.monotonic()))
+        for conn in ready:
+            name = preparing.pop(conn)
             try:
-                prepared[name] = job.result()
-            except Exception as e:
-                prepared[name] = {"model": name, "error": f"prepare: {type(e).__name__}: "
-                                                          f"{zoo_models().one_line(e)}"}
+                prepared[name] = conn.recv()
+            except EOFError:
+                prepared[name] = {"model": name, "error": "prepare: the worker died"}
             p = prepared[name]
             print(f"[prepare {time.monotonic() - start:.0f} s] {name}: "
                   f"{p.get('error') or p.get('export')} ({p.get('prepare_s', '-')} s)",
                   flush=True)
-        if pending and time.monotonic() >= prepare_deadline:
+        if (waiting or preparing) and time.monotonic() >= prepare_deadline:
             # The rest waits for the next call (--resume keeps what this one measures).
-            print(f"prepare: out of time, {len(pending)} models left for the next call: "
-                  f"{', '.join(sorted(jobs[j] for j in pending))}", flush=True)
-            for process in list(pool._processes.values()):
-                process.kill()
+            left = sorted(waiting + list(preparing.values()))
+            print(f"prepare: out of time, {len(left)} models left for the next call: "
+                  f"{', '.join(left)}", flush=True)
+            for name in preparing.values():
+                workers.pop(name)[0].kill()
             break
-    pool.shutdown(wait=False, cancel_futures=True)
     todo = [m for m in todo if m in prepared]
     if args.wait_for and not os.path.exists(args.wait_for):
         print(f"[time {time.monotonic() - start:.0f} s] waiting for {args.wait_for}", flush=True)
@@ -460,17 +540,27 @@ def main():
             mine.append(row)
         if not mine:
             continue
-        # PyTorch for every batch size of the model in one child process.
+        # PyTorch for every batch size of the model: in its worker (compiled while preparing),
+        # else in a child process of its own that compiles again.
         result = os.path.join(args.work, name, "torch.json")
         inputs = {str(r["batch"]): p["batches"][str(r["batch"])]["inputs"] for r in mine}
-        try:
-            child = subprocess.run([sys.executable, os.path.abspath(__file__), args.work,
-                                    "--iters", str(args.iters), "--repeats", str(args.repeats),
-                                    "--torch-child", name, json.dumps(inputs), result],
-                                   capture_output=True, text=True, timeout=args.timeout)
-            failed = "" if child.returncode == 0 else last_line(child.stderr)
-        except subprocess.TimeoutExpired:
-            failed = f"over {args.timeout} s"
+        timed = time_in_worker(workers.pop(name, None), inputs, args.timeout)
+        if "result" in timed:
+            with open(result, "w") as f:
+                json.dump(timed["result"], f)
+            failed = ""
+        else:
+            print(f"[time {time.monotonic() - start:.0f} s] {name}: PyTorch in its worker: "
+                  f"{timed['error']}; timing it in a child process", flush=True)
+            try:
+                child = subprocess.run([sys.executable, os.path.abspath(__file__), args.work,
+                                        "--iters", str(args.iters), "--repeats",
+                                        str(args.repeats), "--torch-child", name,
+                                        json.dumps(inputs), result],
+                                       capture_output=True, text=True, timeout=args.timeout)
+                failed = "" if child.returncode == 0 else last_line(child.stderr)
+            except subprocess.TimeoutExpired:
+                failed = f"over {args.timeout} s"
         for row in mine:
             if failed:
                 row["torch_error"] = failed
