@@ -12,8 +12,8 @@ Per model (the zoo's builders, bench/zoo/make_zoo.py: random weights from a fixe
            and waits, idle, for its model's turn below
   time     (one model at a time, every other worker idle) per batch size:
            conflux perf --fp16 (the program's median over -n runs, one CUDA graph per run, and
-           its slowest launches), then conflux run --fp16 on the saved input with the same
-           caches (the same configs) for the check; PyTorch f16 eager (channels-last for images,
+           its slowest launches) on the saved input, writing the outputs of one more run
+           (--output-dir) for the check; PyTorch f16 eager (channels-last for images,
            cuDNN benchmark) and reduce-overhead, each timed as ITER back-to-back calls between
            two CUDA events, median of REPEATS such windows, in the model's worker (a child
            process that builds and compiles the model again if the worker failed)
@@ -314,7 +314,11 @@ def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top
     args = conflux_args(info["inputs"], tune, caches)
     out = {}
     t = time.monotonic()
-    p = subprocess.run([conflux, "perf", model, "-n", str(iters), "-t", str(top)] + args,
+    # perf writes the outputs of one more run after the timing: the check needs no second
+    # compile in `conflux run`.
+    got_dir = os.path.join(folder, f"conflux_out_{batch}")
+    p = subprocess.run([conflux, "perf", model, "-n", str(iters), "-t", str(top),
+                        "--output-dir", got_dir] + args,
                        capture_output=True, text=True, timeout=timeout)
     out["conflux_perf_s"] = round(time.monotonic() - t, 1)
     with open(os.path.join(folder, f"perf_{batch}.log"), "w") as f:
@@ -333,11 +337,6 @@ def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top
         if r:
             out["slowest"].append({"share": float(r[1]), "ms": float(r[2]), "kind": r[3],
                                    "gemm": r[4].strip(), "instruction": r[5].strip()})
-    got_dir = os.path.join(folder, f"conflux_out_{batch}")
-    p = subprocess.run([conflux, "run", model, "--output-dir", got_dir] + args,
-                       capture_output=True, text=True, timeout=timeout)
-    if p.returncode != 0:
-        return {**out, "error": "conflux run: " + last_line(p.stderr + p.stdout)}
     written = re.findall(r"^wrote (.*\.npy)", p.stdout, re.M)
     got = np.load(written[0])
     want = np.load(os.path.join(folder, f"torch_f32_{batch}.npy"))

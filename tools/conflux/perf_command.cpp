@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "input_loading.hpp"
 #include "options.hpp"
+#include "output_files.hpp"
 
 #include "conflux/cuda/target.hpp"
 
@@ -25,6 +26,7 @@ struct perf_options {
     std::size_t warmup = 10;
     std::size_t top = 20;
     bool no_graph = false;
+    std::string output_dir;
 };
 
 // "gemm_fused" from "cx_gemm_fused_0123456789ab": the kind the lowering named the kernel by.
@@ -97,6 +99,13 @@ int perf(const perf_options& options) {
                     kinds[i].second.first, kinds[i].second.second,
                     100.0 * kinds[i].second.first / total);
     std::printf("\n");
+    // The outputs of one more run on the same inputs: a benchmark checks what it timed without
+    // compiling the model a second time in `conflux run`.
+    if (!options.output_dir.empty()) {
+        std::fflush(stdout);
+        write_output_files(options.output_dir, compiled.output_names(), compiled.run(params),
+                           std::cout);
+    }
     return 0;
 }
 
@@ -117,6 +126,10 @@ command add_perf_command(CLI::App& app) {
         ->capture_default_str();
     sub->add_flag("--no-cuda-graph", options->no_graph,
                   "Time runs launched kernel by kernel instead of as one CUDA graph replay");
+    sub->add_option("--output-dir", options->output_dir,
+                    "After timing, run once more and write each output to DIR/<output name>.npy, "
+                    "as `conflux run --output-dir` does")
+        ->type_name("DIR");
     return {sub, [options] { return perf(*options); }};
 }
 

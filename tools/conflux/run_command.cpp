@@ -2,9 +2,9 @@
 #include "commands.hpp"
 #include "input_loading.hpp"
 #include "options.hpp"
+#include "output_files.hpp"
 
 #include "conflux/cuda/target.hpp"
-#include "conflux/ir/npy.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/util/printable.hpp"
@@ -12,11 +12,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <set>
 #include <sstream>
 
 namespace conflux::tool {
@@ -66,20 +64,6 @@ std::string summarise(const argument& value) {
     return os.str();
 }
 
-// Output names become file names. A name from the model must not leave the directory ('/',
-// "..", "."), nor put control characters into a file name (they reach every later `ls`), nor
-// exceed what a file system takes (255 bytes, with ".npy" and a suffix after it). Such
-// characters become '_'; the caller says when a name was changed.
-std::string file_name_for(const std::string& name, std::size_t index) {
-    constexpr std::size_t max_stem = 200;
-    std::string out = name;
-    for (auto& c : out)
-        if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
-    if (out.size() > max_stem) out = out.substr(0, max_stem) + "_" + std::to_string(index);
-    if (out.empty() || out == "." || out == "..") out = "output" + std::to_string(index);
-    return out;
-}
-
 int run(const run_options& options) {
     const std::string target = resolve_target(options.target, std::cerr);
     auto files = parse_input_files(options.input.files);
@@ -121,32 +105,8 @@ int run(const run_options& options) {
     double ms = std::chrono::duration<double, std::milli>(stop - start).count();
     std::cout << "time: " << format_number(ms) << " ms (target " << target << ")\n";
 
-    if (!options.output_dir.empty()) {
-        namespace fs = std::filesystem;
-        std::error_code ec;
-        fs::create_directories(options.output_dir, ec);
-        CONFLUX_USER_CHECK(!ec, "--output-dir '", options.output_dir,
-                           "': cannot create it: ", ec.message());
-        std::set<std::string> used;
-        for (std::size_t i = 0; i < results.size(); ++i) {
-            std::string base = file_name_for(names[i], i);
-            const bool sanitised = base != names[i];
-            // Two names may sanitise alike ("a/b" and "a_b"); keep both files.
-            const bool taken = used.contains(base);
-            while (!used.insert(base).second)
-                base += "_" + std::to_string(i);
-            auto path = (fs::path(options.output_dir) / (base + ".npy")).string();
-            write_npy(path, results[i]);
-            std::cout << "wrote " << path;
-            if (sanitised)
-                std::cout << " (output '" << printable(names[i])
-                          << "': its name is not a usable file name as it is)";
-            else if (taken)
-                std::cout << " (output '" << printable(names[i])
-                          << "': another output's file has that name)";
-            std::cout << "\n";
-        }
-    }
+    if (!options.output_dir.empty())
+        write_output_files(options.output_dir, names, results, std::cout);
     return 0;
 }
 
