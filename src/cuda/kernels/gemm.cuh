@@ -55,6 +55,32 @@ template <int PENDING> __device__ __forceinline__ void cx_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
+// Block -> (split, z, tile row, tile column) of a grid of SPLITS x BATCH x TILES_M x TILES_N
+// blocks. Tile rows go in groups of GROUP_ROWS so that the blocks running together reuse each
+// other's A and B tiles from L2. m0 and n0 are the tile's first row and column.
+template <int SPLITS, int BATCH, int TILES_M, int TILES_N, int GROUP_ROWS, int TILE_M, int TILE_N,
+          class Offset>
+__device__ __forceinline__ void cx_gemm_tile_of_block(int bid, int& split, int& z, Offset& m0,
+                                                      Offset& n0) {
+    constexpr int TILES = TILES_M * TILES_N, PER_GROUP = GROUP_ROWS * TILES_N;
+    split = 0;
+    z = 0;
+    if constexpr (SPLITS > 1) {
+        split = bid / (TILES * BATCH);
+        bid -= split * (TILES * BATCH);
+    }
+    if constexpr (BATCH > 1) {
+        z = bid / TILES;
+        bid -= z * TILES;
+    }
+    const int group = bid / PER_GROUP;
+    const int first_m = group * GROUP_ROWS;
+    const int group_rows = TILES_M - first_m < GROUP_ROWS ? TILES_M - first_m : GROUP_ROWS;
+    const int in_group = bid - group * PER_GROUP;
+    m0 = (Offset)(first_m + in_group % group_rows) * TILE_M;
+    n0 = (Offset)(in_group / group_rows) * TILE_N;
+}
+
 // A block's K loop: a ring of STAGES shared-memory stages, AHEAD K-tiles copied ahead of the one
 // being multiplied (wgmma keeps one multiply running while it issues the next, so a stage is
 // refilled one iteration later: STAGES - 2 ahead instead of STAGES - 1). Every iteration commits
@@ -81,6 +107,38 @@ __device__ __forceinline__ void cx_gemm_k_loop(int kt_begin, int kt_count, Load&
         multiply(t % STAGES);
     }
     cx_cp_async_wait<0>();
+}
+
+// The walk over the accumulators of the tensor-core layouts, blocks of 16 rows x 8 columns
+// (mma.sync's C; a wgmma m64 block gives each warp one such block): thread (g, t) of a warp holds
+// rows g and g + 8 and columns 2t and 2t + 1 of each block. The blocks are FRAG_M apart by ROW_STEP
+// rows from row0 and FRAG_N apart by 8 columns from col0; value(mi, ni, h, e) is the value of
+// block (mi, ni) at row half h and column 2t + e. Those inside the rows x cols matrix go to
+// store(m, n, v), or both columns at once to store_pair(m, n, v0, v1) when PAIRED (cols even).
+template <int FRAG_M, int FRAG_N, int ROW_STEP, bool PAIRED, class Offset, class Value, class Store,
+          class StorePair>
+__device__ __forceinline__ void cx_gemm_fragment_store(Offset row0, Offset col0, int g, int t,
+                                                       Offset rows, Offset cols, Value&& value,
+                                                       Store&& store, StorePair&& store_pair) {
+#pragma unroll
+    for (int mi = 0; mi < FRAG_M; ++mi) {
+#pragma unroll
+        for (int ni = 0; ni < FRAG_N; ++ni) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const Offset m = row0 + mi * ROW_STEP + g + h * 8;
+                const Offset n = col0 + ni * 8 + t * 2;
+                if (m < rows) {
+                    if constexpr (PAIRED) {
+                        if (n < cols) store_pair(m, n, value(mi, ni, h, 0), value(mi, ni, h, 1));
+                    } else {
+                        if (n < cols) store(m, n, value(mi, ni, h, 0));
+                        if (n + 1 < cols) store(m, n + 1, value(mi, ni, h, 1));
+                    }
+                }
+            }
+        }
+    }
 }
 
 // The staged store's walk: the block's finished tile parked in shared memory as storage values,

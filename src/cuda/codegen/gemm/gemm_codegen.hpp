@@ -57,13 +57,14 @@ compute_text wgmma_compute(const codegen_context& c, const std::string& store_ca
                            const std::string& pair_store_call);
 
 // The walk over accumulators laid out as 16x8 blocks (mma.sync's C, each wgmma m64 block per
-// warp): for mi < frag_m, ni < frag_n, h < 2, thread (cx_g, cx_t) stores the values `value`
-// names ($E: "" for column 2t, " + 1" for 2t + 1) at row `row0` + cx_g + 8h and column
+// warp), as an instantiation of cx_gemm_fragment_store (gemm.cuh): for mi < frag_m,
+// ni < frag_n, h < 2, thread (cx_g, cx_t) stores the values `value` names (mi, ni, h and $E,
+// the column within the pair: " + e") at row `row0` + `row_step` mi + cx_g + 8h and column
 // cx_n0 + `col0` + 8 ni + 2 cx_t, those inside the matrix, through `store_call` (or both
 // columns through `pair_store_call`, see warp_compute).
 std::string fragment_store(const codegen_context& c, const std::string& store_call,
                            const std::string& pair_store_call, unsigned frag_m, unsigned frag_n,
-                           const std::string& row0, const std::string& col0,
+                           unsigned row_step, const std::string& row0, const std::string& col0,
                            const std::string& value);
 
 // A store format is a statement with the placeholders $V, $M and $N for the value and the row

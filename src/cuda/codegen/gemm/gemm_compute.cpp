@@ -164,8 +164,8 @@ compute_text mma_compute(const codegen_context& c, const std::string& store_call
     t += in2 + "}\n";
 
     // c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8.
-    r.store = fragment_store(c, store_call, pair_store_call, k.frag_m, k.frag_n,
-                             "cx_m0 + cx_wm0 + mi * 16", "cx_wn0", "cx_acc[mi][ni][h * 2$E]");
+    r.store = fragment_store(c, store_call, pair_store_call, k.frag_m, k.frag_n, 16,
+                             "cx_m0 + cx_wm0", "cx_wn0", "cx_acc[mi][ni][h * 2$E]");
     return r;
 }
 
@@ -240,32 +240,26 @@ std::string fill_store_format(const std::string& format, const std::string& v, c
 
 std::string fragment_store(const codegen_context& c, const std::string& store_call,
                            const std::string& pair_store_call, unsigned frag_m, unsigned frag_n,
-                           const std::string& row0, const std::string& col0,
+                           unsigned row_step, const std::string& row0, const std::string& col0,
                            const std::string& value) {
     const std::string in = "    ";
-    const std::string M = text::integer_literal(c.problem.m),
-                      N = text::integer_literal(c.problem.n);
-    const std::string v0 = replace_all(value, "$E", ""), v1 = replace_all(value, "$E", " + 1");
+    const std::string& off = c.offset_type;
+    const bool paired = !pair_store_call.empty() && c.problem.n % 2 == 0;
     std::string st;
-    st += in + "#pragma unroll\n" + in + "for (int mi = 0; mi < " + std::to_string(frag_m) +
-          "; ++mi) {\n";
-    st += in + "    #pragma unroll\n" + in + "    for (int ni = 0; ni < " + std::to_string(frag_n) +
-          "; ++ni) {\n";
-    st += in + "        #pragma unroll\n" + in + "        for (int h = 0; h < 2; ++h) {\n";
-    st += in + "            const " + c.offset_type + " m = " + row0 + " + cx_g + h * 8;\n";
-    st += in + "            const " + c.offset_type + " n = cx_n0 + " + col0 +
-          " + ni * 8 + cx_t * 2;\n";
-    st += in + "            if (m < " + M + ") {\n";
-    if (!pair_store_call.empty() && c.problem.n % 2 == 0) {
-        st += in + "                if (n < " + N + ") " +
-              fill_store_format(replace_all(pair_store_call, "$W", v1), v0, "m", "n") + "\n";
-    } else {
-        st += in + "                if (n < " + N + ") " +
-              fill_store_format(store_call, v0, "m", "n") + "\n";
-        st += in + "                if (n + 1 < " + N + ") " +
-              fill_store_format(store_call, v1, "m", "n + 1") + "\n";
-    }
-    st += in + "            }\n" + in + "        }\n" + in + "    }\n" + in + "}\n";
+    st += in + "cx_gemm_fragment_store<" + std::to_string(frag_m) + ", " + std::to_string(frag_n) +
+          ", " + std::to_string(row_step) + ", " + (paired ? "true" : "false") + ">((" + off +
+          ")(" + row0 + "), (" + off + ")(cx_n0 + " + col0 + "), cx_g, cx_t, (" + off + ")" +
+          text::integer_literal(c.problem.m) + ", (" + off + ")" +
+          text::integer_literal(c.problem.n) + ",\n";
+    st += in + "    [&](int mi, int ni, int h, int e) { return " +
+          replace_all(value, "$E", " + e") + "; },\n";
+    st += in + "    [&](" + off + " m, " + off + " n, float cx_v) { " +
+          fill_store_format(store_call, "cx_v", "m", "n") + " },\n";
+    st +=
+        in + "    [&](" + off + " m, " + off + " n, float cx_v0, float cx_v1) { " +
+        (paired ? fill_store_format(replace_all(pair_store_call, "$W", "cx_v1"), "cx_v0", "m", "n")
+                : std::string()) +
+        " });\n";
     return st;
 }
 

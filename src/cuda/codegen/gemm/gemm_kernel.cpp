@@ -179,34 +179,16 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     s += in + "const unsigned cx_smem_base = cx_shared_address(cx_smem);\n";
     s += in + "const int cx_tid = threadIdx.x, cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
 
-    // Block -> (split, z, tile row, tile column); tile rows go in groups of 8 so that the
-    // blocks running together reuse each other's A and B tiles from L2.
-    const std::size_t tiles = plan->tiles_m * plan->tiles_n;
+    // Block -> (split, z, tile row, tile column): cx_gemm_tile_of_block in gemm.cuh, tile rows
+    // in groups of 8.
     const std::size_t group_rows = std::min<std::size_t>(8, plan->tiles_m);
-    s += in + "int cx_bid = blockIdx.x;\n";
-    if (split) {
-        s += in + "const int cx_split = cx_bid / " + text::integer_literal(tiles * p.batch()) +
-             ";\n";
-        s += in + "cx_bid -= cx_split * " + text::integer_literal(tiles * p.batch()) + ";\n";
-    }
-    if (p.batch() > 1) {
-        s += in + "const int cx_z = cx_bid / " + text::integer_literal(tiles) + ";\n";
-        s += in + "cx_bid -= cx_z * " + text::integer_literal(tiles) + ";\n";
-    } else {
-        s += in + "const int cx_z = 0;\n";
-    }
-    const std::string per_group = text::integer_literal(group_rows * plan->tiles_n);
-    s += in + "const int cx_group = cx_bid / " + per_group + ";\n";
-    s += in + "const int cx_first_m = cx_group * " + text::integer_literal(group_rows) + ";\n";
-    s += in + "const int cx_group_rows = " + text::integer_literal(plan->tiles_m) +
-         " - cx_first_m < " + text::integer_literal(group_rows) + " ? " +
-         text::integer_literal(plan->tiles_m) +
-         " - cx_first_m : " + text::integer_literal(group_rows) + ";\n";
-    s += in + "const int cx_in_group = cx_bid - cx_group * " + per_group + ";\n";
-    s += in + "const cx_offset cx_m0 = (cx_offset)(cx_first_m + cx_in_group % cx_group_rows) * " +
-         text::integer_literal(std::size_t(c.tile_m)) + ";\n";
-    s += in + "const cx_offset cx_n0 = (cx_offset)(cx_in_group / cx_group_rows) * " +
-         text::integer_literal(std::size_t(c.tile_n)) + ";\n";
+    s += in + "int cx_split, cx_z;\n";
+    s += in + "cx_offset cx_m0, cx_n0;\n";
+    s += in + "cx_gemm_tile_of_block<" + std::to_string(c.split_k) + ", " +
+         std::to_string(p.batch()) + ", " + std::to_string(plan->tiles_m) + ", " +
+         std::to_string(plan->tiles_n) + ", " + std::to_string(group_rows) + ", " +
+         std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) +
+         ">(blockIdx.x, cx_split, cx_z, cx_m0, cx_n0);\n";
     s += in + "const " + S + "* cx_a = in0 + " + batch_offset(p, p.a, off_t) + ";\n";
     s += in + "const " + S + "* cx_b = in1 + " + batch_offset(p, p.b, off_t) + ";\n";
 

@@ -99,8 +99,8 @@ compute_text wgmma_compute(const codegen_context& c, const std::string& store_ca
                 "; ++j) asm volatile(\"\" : \"+f\"(cx_acc[i][j])::\"memory\");\n";
 
     // d[4j + 2h + e] = row 16 q + g + 8 h, column 8 j + 2 t + e of the m64 block.
-    r.store = fragment_store(c, store_call, pair_store_call, k.frag_m, k.frag_n,
-                             "cx_m0 + cx_gm0 + mi * 64 + cx_quarter * 16", "cx_gn0",
+    r.store = fragment_store(c, store_call, pair_store_call, k.frag_m, k.frag_n, 64,
+                             "cx_m0 + cx_gm0 + cx_quarter * 16", "cx_gn0",
                              "cx_acc[mi][ni * 4 + h * 2$E]");
     return r;
 }
