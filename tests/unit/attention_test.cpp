@@ -347,9 +347,10 @@ std::size_t copying_reshapes(const module& m) {
 } // namespace
 
 TEST(attention, grouped_query_heads_are_not_repeated) {
-    for (auto [keys, values] : {std::pair{true, true}, {true, false}, {false, true}}) {
+    for (const auto& repeated : {std::pair{true, true}, {true, false}, {false, true}}) {
         auto p = transform_and_compare(
-            [keys, values](module& m) { grouped_query_chain(m, keys, values); }, run_fuse, 1e-5);
+            [repeated](module& m) { grouped_query_chain(m, repeated.first, repeated.second); },
+            run_fuse, 1e-5);
         EXPECT_EQ(copying_reshapes(p.main()), 0u) << p.to_string();
         std::size_t grouped = 0;
         for (const auto& ins : p.main())
