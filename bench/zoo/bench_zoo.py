@@ -298,6 +298,22 @@ def time_in_worker(worker, inputs, timeout):
             process.kill()
 
 
+def time_in_child(args, name, inputs, result):
+    """The fallback of time_in_worker: a child process of its own builds and compiles the model
+    again and writes `result`; {"result": ...} or {"error": why}."""
+    try:
+        child = subprocess.run([sys.executable, os.path.abspath(__file__), args.work,
+                                "--iters", str(args.iters), "--repeats", str(args.repeats),
+                                "--torch-child", name, json.dumps(inputs), result],
+                               capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {args.timeout} s"}
+    if child.returncode != 0:
+        return {"error": last_line(child.stderr)}
+    with open(result) as f:
+        return {"result": json.load(f)}
+
+
 LAUNCH_ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
 
 
@@ -545,26 +561,17 @@ def main():
         inputs = {str(r["batch"]): p["batches"][str(r["batch"])]["inputs"] for r in mine}
         timed = time_in_worker(workers.pop(name, None), inputs, args.timeout)
         if "result" in timed:
-            with open(result, "w") as f:
+            with open(result, "w") as f:  # for the logs, as the child writes it
                 json.dump(timed["result"], f)
-            failed = ""
         else:
             print(f"[time {time.monotonic() - start:.0f} s] {name}: PyTorch in its worker: "
                   f"{timed['error']}; timing it in a child process", flush=True)
-            try:
-                child = subprocess.run([sys.executable, os.path.abspath(__file__), args.work,
-                                        "--iters", str(args.iters), "--repeats",
-                                        str(args.repeats), "--torch-child", name,
-                                        json.dumps(inputs), result],
-                                       capture_output=True, text=True, timeout=args.timeout)
-                failed = "" if child.returncode == 0 else last_line(child.stderr)
-            except subprocess.TimeoutExpired:
-                failed = f"over {args.timeout} s"
+            timed = time_in_child(args, name, inputs, result)
         for row in mine:
-            if failed:
-                row["torch_error"] = failed
+            if "error" in timed:
+                row["torch_error"] = timed["error"]
             else:
-                row.update(json.load(open(result))[str(row["batch"])])
+                row.update(timed["result"][str(row["batch"])])
             ratio = row["torch_reduce_overhead"] / row["conflux"] \
                 if "conflux" in row and "torch_reduce_overhead" in row else float("nan")
             print(f"[time {time.monotonic() - start:.0f} s] {name} batch {row['batch']}: conflux "

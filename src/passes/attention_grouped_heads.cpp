@@ -4,7 +4,9 @@
 #include "conflux/ops/views.hpp"
 #include "conflux/util/errors.hpp"
 
+#include <numeric>
 #include <optional>
+#include <vector>
 
 namespace conflux::passes_detail {
 
@@ -61,15 +63,9 @@ dims split_axis(dims lens, std::size_t axis, std::size_t kv, std::size_t r) {
     return lens;
 }
 
-std::vector<std::int64_t> identity_permutation(std::size_t rank) {
-    std::vector<std::int64_t> p(rank);
-    for (std::size_t i = 0; i < rank; ++i)
-        p[i] = static_cast<std::int64_t>(i);
-    return p;
-}
-
 op::transpose keys_to_kt(std::size_t rank) {
-    auto perm = identity_permutation(rank);
+    std::vector<std::int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
     std::swap(perm[rank - 2], perm[rank - 1]);
     return op::transpose{perm};
 }
@@ -91,38 +87,44 @@ group_repeated_heads(module& m, instruction_ref att,
         return x && x->axis == p && x->kv == kv && x->r == r;
     };
 
-    // Every operand grouped: the repeats by their broadcast, the rest (q, a bias, keys or values
-    // stored once per query head) by a view that splits the axis.
-    std::vector<shape> grouped_shapes;
+    // Every operand grouped: the repeats by their broadcast (the keys transposed to kt again),
+    // the rest (q, a bias, keys or values stored once per query head) by a view that splits the
+    // axis. Nothing is inserted until every check passed.
+    struct grouped_operand {
+        instruction_ref from;
+        std::optional<operation> view; // none: `from` is the operand as it is
+        shape grouped;
+    };
+    std::vector<grouped_operand> operands;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const bool repeated = (i == 1 && same_split(keys)) || (i == 2 && same_split(values));
-        if (repeated) {
-            const shape& g = (i == 1 ? keys : values)->grouped->get_shape();
-            grouped_shapes.push_back(i == 1 ? keys_to_kt(g.rank()).compute_shape({g}) : g);
+        const std::optional<repeat>& rep = i == 1 ? keys : values;
+        if ((i == 1 || i == 2) && same_split(rep)) {
+            const shape& g = rep->grouped->get_shape();
+            const op::transpose kt = keys_to_kt(g.rank());
+            operands.push_back(i == 1 ? grouped_operand{rep->grouped, kt, kt.compute_shape({g})}
+                                      : grouped_operand{rep->grouped, std::nullopt, g});
             continue;
         }
-        auto view = op::reshape_as_view(inputs[i]->get_shape(),
-                                        split_axis(inputs[i]->get_shape().lens(), p, kv, r));
+        const dims lens = split_axis(inputs[i]->get_shape().lens(), p, kv, r);
+        auto view = op::reshape_as_view(inputs[i]->get_shape(), lens);
         if (!view) return att;
-        grouped_shapes.push_back(*view);
+        operands.push_back({inputs[i], op::reshape{lens}, *view});
     }
+    std::vector<shape> grouped_shapes;
+    for (const auto& o : operands)
+        grouped_shapes.push_back(o.grouped);
 
     // The result's axis p sits where out_perm puts it; the grouped op keeps (kv, r) together.
     op::attention grouped = a;
-    const std::size_t out_rank = batch_rank + 2;
-    const std::vector<std::int64_t> perm =
-        a.out_perm.empty() ? identity_permutation(out_rank) : a.out_perm;
-    std::size_t out_axis = 0;
+    std::size_t out_axis = p;
     if (!a.out_perm.empty()) {
         grouped.out_perm.clear();
-        for (std::size_t j = 0; j < out_rank; ++j) {
-            const auto from = static_cast<std::size_t>(perm[j]);
+        for (std::size_t j = 0; j < a.out_perm.size(); ++j) {
+            const auto from = static_cast<std::size_t>(a.out_perm[j]);
             if (from == p) out_axis = j;
             if (from <= p) grouped.out_perm.push_back(static_cast<std::int64_t>(from));
             if (from >= p) grouped.out_perm.push_back(static_cast<std::int64_t>(from + 1));
         }
-    } else {
-        out_axis = p;
     }
     const shape& result = att->get_shape();
     std::optional<shape> grouped_result;
@@ -137,17 +139,8 @@ group_repeated_heads(module& m, instruction_ref att,
     if (obstacle && !obstacle(grouped_shapes).empty()) return att;
 
     std::vector<instruction_ref> grouped_inputs;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-        if (i == 1 && same_split(keys)) {
-            grouped_inputs.push_back(
-                m.insert_instruction(att, keys_to_kt(grouped_shapes[1].rank()), {keys->grouped}));
-        } else if (i == 2 && same_split(values)) {
-            grouped_inputs.push_back(values->grouped);
-        } else {
-            grouped_inputs.push_back(
-                m.insert_instruction(att, op::reshape{grouped_shapes[i].lens()}, {inputs[i]}));
-        }
-    }
+    for (const auto& o : operands)
+        grouped_inputs.push_back(o.view ? m.insert_instruction(att, *o.view, {o.from}) : o.from);
     const instruction_ref g = m.insert_instruction(att, grouped, grouped_inputs);
     const instruction_ref merged = m.insert_instruction(att, op::reshape{result.lens()}, {g});
     m.replace_all_uses(att, merged);
