@@ -1,0 +1,37 @@
+// Shapes and arguments as JSON values, for saved programs (.cfx). The bytes of an argument travel
+// as a JSON binary value, which binary encodings (CBOR) store as they are: a program's weights
+// are not turned into text. Reading checks everything, because a file is input: a field that is
+// missing or of the wrong kind, an unknown dtype, a shape past the bounds, data of the wrong size
+// is a user_error saying which field of `what` is wrong.
+#pragma once
+
+#include "conflux/ir/argument.hpp"
+#include "conflux/ir/shape.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace conflux {
+
+// {"type": "f16", "lens": [...], "strides": [...]}, or {"tuple": [...]}.
+nlohmann::json shape_to_json(const shape& s);
+shape shape_from_json(const nlohmann::json& j, const std::string& what);
+
+// {"shape": ..., "data": binary}: the argument's memory as it is (strides kept, so a broadcast
+// literal stays as small as it is), or {"tuple": [...]}.
+nlohmann::json argument_to_json(const argument& a);
+argument argument_from_json(const nlohmann::json& j, const std::string& what);
+
+// The field `key` of the object `j`, a user_error naming `what`.key when j is not an object or
+// has no such field.
+const nlohmann::json& json_field(const nlohmann::json& j, const char* key, const std::string& what);
+// Typed reads of a field, with the same errors when the value has another kind.
+std::string json_string(const nlohmann::json& j, const char* key, const std::string& what);
+std::size_t json_size(const nlohmann::json& j, const char* key, const std::string& what);
+bool json_bool(const nlohmann::json& j, const char* key, const std::string& what);
+const nlohmann::json& json_array(const nlohmann::json& j, const char* key, const std::string& what);
+const nlohmann::json::binary_t& json_binary(const nlohmann::json& j, const char* key,
+                                            const std::string& what);
+
+} // namespace conflux

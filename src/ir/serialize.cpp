@@ -1,0 +1,133 @@
+#include "conflux/ir/serialize.hpp"
+
+#include "conflux/util/errors.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace conflux {
+
+namespace {
+
+// CBOR stores a non-negative integer as unsigned; one built in code may be a signed value.
+bool is_size(const nlohmann::json& v) {
+    return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+}
+
+dims dims_from_json(const nlohmann::json& j, const char* key, const std::string& what) {
+    dims d;
+    for (const auto& v : json_array(j, key, what)) {
+        CONFLUX_USER_CHECK(is_size(v), what, ".", key, ": expected non-negative integers, found ",
+                           v.dump());
+        d.push_back(v.get<std::size_t>());
+    }
+    return d;
+}
+
+} // namespace
+
+const nlohmann::json& json_field(const nlohmann::json& j, const char* key,
+                                 const std::string& what) {
+    CONFLUX_USER_CHECK(j.is_object(), what, ": expected an object, found ", j.type_name());
+    auto it = j.find(key);
+    CONFLUX_USER_CHECK(it != j.end(), what, ": the field '", key, "' is missing");
+    return *it;
+}
+
+std::string json_string(const nlohmann::json& j, const char* key, const std::string& what) {
+    const auto& v = json_field(j, key, what);
+    CONFLUX_USER_CHECK(v.is_string(), what, ".", key, ": expected a string, found ", v.type_name());
+    return v.get<std::string>();
+}
+
+std::size_t json_size(const nlohmann::json& j, const char* key, const std::string& what) {
+    const auto& v = json_field(j, key, what);
+    CONFLUX_USER_CHECK(is_size(v), what, ".", key, ": expected a non-negative integer, found ",
+                       v.dump());
+    return v.get<std::size_t>();
+}
+
+bool json_bool(const nlohmann::json& j, const char* key, const std::string& what) {
+    const auto& v = json_field(j, key, what);
+    CONFLUX_USER_CHECK(v.is_boolean(), what, ".", key, ": expected true or false, found ",
+                       v.type_name());
+    return v.get<bool>();
+}
+
+const nlohmann::json& json_array(const nlohmann::json& j, const char* key,
+                                 const std::string& what) {
+    const auto& v = json_field(j, key, what);
+    CONFLUX_USER_CHECK(v.is_array(), what, ".", key, ": expected an array, found ", v.type_name());
+    return v;
+}
+
+const nlohmann::json::binary_t& json_binary(const nlohmann::json& j, const char* key,
+                                            const std::string& what) {
+    const auto& v = json_field(j, key, what);
+    CONFLUX_USER_CHECK(v.is_binary(), what, ".", key, ": expected binary data, found ",
+                       v.type_name());
+    return v.get_binary();
+}
+
+nlohmann::json shape_to_json(const shape& s) {
+    if (s.is_tuple()) {
+        nlohmann::json elements = nlohmann::json::array();
+        for (const auto& e : s.sub_shapes())
+            elements.push_back(shape_to_json(e));
+        return {{"tuple", std::move(elements)}};
+    }
+    return {
+        {"type", std::string(to_string(s.type()))}, {"lens", s.lens()}, {"strides", s.strides()}};
+}
+
+shape shape_from_json(const nlohmann::json& j, const std::string& what) {
+    if (j.is_object() && j.contains("tuple")) {
+        std::vector<shape> elements;
+        for (const auto& e : json_array(j, "tuple", what))
+            elements.push_back(
+                shape_from_json(e, what + ".tuple[" + std::to_string(elements.size()) + "]"));
+        return shape(std::move(elements));
+    }
+    const std::string type = json_string(j, "type", what);
+    const auto t = parse_dtype(type);
+    CONFLUX_USER_CHECK(t.has_value(), what, ".type: unknown element type '", type, "'");
+    dims lens = dims_from_json(j, "lens", what);
+    dims strides = dims_from_json(j, "strides", what);
+    CONFLUX_USER_CHECK(lens.size() == strides.size(), what, ": ", lens.size(), " lens but ",
+                       strides.size(), " strides");
+    return {*t, std::move(lens), std::move(strides)};
+}
+
+nlohmann::json argument_to_json(const argument& a) {
+    const shape& s = a.get_shape();
+    if (s.is_tuple()) {
+        nlohmann::json elements = nlohmann::json::array();
+        for (const auto& e : a.sub_arguments())
+            elements.push_back(argument_to_json(e));
+        return {{"tuple", std::move(elements)}};
+    }
+    CONFLUX_ASSERT(!a.empty(), "argument_to_json: an argument without data");
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(a.data());
+    return {
+        {"shape", shape_to_json(s)},
+        {"data", nlohmann::json::binary_t(std::vector<std::uint8_t>(bytes, bytes + s.bytes()))}};
+}
+
+argument argument_from_json(const nlohmann::json& j, const std::string& what) {
+    if (j.is_object() && j.contains("tuple")) {
+        std::vector<argument> elements;
+        for (const auto& e : json_array(j, "tuple", what))
+            elements.push_back(
+                argument_from_json(e, what + ".tuple[" + std::to_string(elements.size()) + "]"));
+        return argument(std::move(elements));
+    }
+    const shape s = shape_from_json(json_field(j, "shape", what), what + ".shape");
+    const auto& data = json_binary(j, "data", what);
+    CONFLUX_USER_CHECK(data.size() == s.bytes(), what, ".data: ", data.size(),
+                       " bytes, but its shape ", to_string(s), " takes ", s.bytes());
+    argument a(s);
+    if (!data.empty()) std::memcpy(a.data(), data.data(), data.size());
+    return a;
+}
+
+} // namespace conflux
