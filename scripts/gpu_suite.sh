@@ -79,6 +79,14 @@ run() {
         grep "memory plan" "$OUT/resnet50_plan.log"
         step "verify resnet50 batch 1" verify_resnet50.log $bin/conflux verify /tmp/resnet50.onnx
     fi
+    # Compiled-program files: saved, loaded by a new process, bit-identical outputs.
+    if python3 bench/make_resnet50.py /tmp/resnet50_b32.onnx --batch 32 >>"$OUT/resnet50_make.log" 2>&1; then
+        step "cfx round trip resnet50 f16 b32" cfx_resnet50.log scripts/cfx_round_trip.sh \
+            $bin/conflux /tmp/resnet50_b32.onnx --fp16
+        grep -E "loaded|^time|bit-identical" "$OUT/cfx_resnet50.log"
+    fi
+    step "cfx round trip grouped_query_attention" cfx_gqa.log scripts/cfx_round_trip.sh \
+        $bin/conflux tests/models/data/grouped_query_attention/model.onnx --fp16
     grep -E "^(ref|cuda) " "$OUT/conformance.log"
     grep "FAIL" "$OUT/op_tests.log" | head -20
     grep "fused pattern matrix" "$OUT/op_tests.log"

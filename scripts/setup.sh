@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git clang-format
   protobuf-compiler libprotobuf-dev libonnx-dev
-  nlohmann-json3-dev libcli11-dev libsqlite3-dev
+  nlohmann-json3-dev libcli11-dev libsqlite3-dev libxxhash-dev
   libgtest-dev googletest
   libonnx-testdata
   # scripts/sanitize.sh: clang with its sanitizer and libFuzzer runtimes, and llvm-symbolizer

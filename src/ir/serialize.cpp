@@ -2,6 +2,7 @@
 
 #include "conflux/util/errors.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -98,36 +99,57 @@ shape shape_from_json(const nlohmann::json& j, const std::string& what) {
     return {*t, std::move(lens), std::move(strides)};
 }
 
-nlohmann::json argument_to_json(const argument& a) {
+nlohmann::json blob_list::add(const void* data, std::size_t bytes) {
+    blobs.emplace_back(static_cast<const std::uint8_t*>(data), bytes);
+    return {{"blob", blobs.size() - 1}};
+}
+
+nlohmann::json argument_to_json(const argument& a, blob_list* blobs) {
     const shape& s = a.get_shape();
     if (s.is_tuple()) {
         nlohmann::json elements = nlohmann::json::array();
         for (const auto& e : a.sub_arguments())
-            elements.push_back(argument_to_json(e));
+            elements.push_back(argument_to_json(e, blobs));
         return {{"tuple", std::move(elements)}};
     }
     CONFLUX_ASSERT(!a.empty(), "argument_to_json: an argument without data");
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(a.data());
-    return {
-        {"shape", shape_to_json(s)},
-        {"data", nlohmann::json::binary_t(std::vector<std::uint8_t>(bytes, bytes + s.bytes()))}};
+    nlohmann::json data = blobs != nullptr
+                              ? blobs->add(bytes, s.bytes())
+                              : nlohmann::json(nlohmann::json::binary_t(
+                                    std::vector<std::uint8_t>(bytes, bytes + s.bytes())));
+    return {{"shape", shape_to_json(s)}, {"data", std::move(data)}};
 }
 
-argument argument_from_json(const nlohmann::json& j, const std::string& what) {
+std::pair<std::shared_ptr<std::byte>, std::size_t>
+bytes_from_json(const nlohmann::json& j, const std::string& what, const blob_table* blobs) {
+    if (j.is_binary()) {
+        const auto& b = j.get_binary();
+        std::shared_ptr<std::byte> copy(new std::byte[std::max<std::size_t>(b.size(), 1)],
+                                        std::default_delete<std::byte[]>());
+        if (!b.empty()) std::memcpy(copy.get(), b.data(), b.size());
+        return {std::move(copy), b.size()};
+    }
+    const std::size_t index = json_size(j, "blob", what);
+    CONFLUX_USER_CHECK(blobs != nullptr && index < blobs->size(), what, ": blob ", index,
+                       " does not exist");
+    return (*blobs)[index];
+}
+
+argument argument_from_json(const nlohmann::json& j, const std::string& what,
+                            const blob_table* blobs) {
     if (j.is_object() && j.contains("tuple")) {
         std::vector<argument> elements;
         for (const auto& e : json_array(j, "tuple", what))
-            elements.push_back(
-                argument_from_json(e, what + ".tuple[" + std::to_string(elements.size()) + "]"));
+            elements.push_back(argument_from_json(
+                e, what + ".tuple[" + std::to_string(elements.size()) + "]", blobs));
         return argument(std::move(elements));
     }
     const shape s = shape_from_json(json_field(j, "shape", what), what + ".shape");
-    const auto& data = json_binary(j, "data", what);
-    CONFLUX_USER_CHECK(data.size() == s.bytes(), what, ".data: ", data.size(),
-                       " bytes, but its shape ", to_string(s), " takes ", s.bytes());
-    argument a(s);
-    if (!data.empty()) std::memcpy(a.data(), data.data(), data.size());
-    return a;
+    auto [data, bytes] = bytes_from_json(json_field(j, "data", what), what + ".data", blobs);
+    CONFLUX_USER_CHECK(bytes == s.bytes(), what, ".data: ", bytes, " bytes, but its shape ",
+                       to_string(s), " takes ", s.bytes());
+    return argument(s, std::move(data));
 }
 
 } // namespace conflux

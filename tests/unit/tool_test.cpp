@@ -366,3 +366,48 @@ TEST_F(tool, skip_pass_leaves_the_named_pass_out_and_an_unknown_name_is_a_user_e
               std::string::npos)
         << bad.err;
 }
+
+TEST_F(tool, compile_saves_a_program_that_run_and_perf_load) {
+    const std::string cfx = (dir_ / "conv.cfx").string();
+    auto r = run("compile --target cuda --arch sm_90 --no-kernel-cache " + example() + " -o '" +
+                 cfx + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("saved the program to"), std::string::npos) << r.out;
+    // Options that shape a compile do not apply to a compiled program: an error, not ignored.
+    r = run("run '" + cfx + "' --fp16");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--fp16: '" + cfx + "' is a compiled program (.cfx), compiled already"),
+              std::string::npos)
+        << r.err;
+    r = run("perf '" + cfx + "' --tune none");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--tune"), std::string::npos) << r.err;
+    r = run("run --target ref '" + cfx + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("holds a program compiled for cuda"), std::string::npos) << r.err;
+    r = run("compile '" + cfx + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("is a compiled program (.cfx) already"), std::string::npos) << r.err;
+    if (cuda::available_devices() == 0) {
+        // Loading needs no GPU; running says there is none, and what to run instead.
+        r = run("run '" + cfx + "'");
+        EXPECT_EQ(r.exit_code, 2);
+        EXPECT_NE(r.err.find("conflux: loaded"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("run the ONNX model it was compiled from with --target ref"),
+                  std::string::npos)
+            << r.err;
+    }
+    const std::string bytes = slurp(cfx);
+    write_text(dir_ / "cut.cfx", bytes.substr(0, bytes.size() / 3));
+    r = run("run '" + (dir_ / "cut.cfx").string() + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("cut.cfx': truncated"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, saving_a_reference_program_is_refused_for_now) {
+    auto r = run("compile --target ref " + example() + " -o '" + (dir_ / "x.cfx").string() + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("-o/--output"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "x.cfx"));
+}

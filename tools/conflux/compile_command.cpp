@@ -6,7 +6,9 @@
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/util/errors.hpp"
+#include "conflux/util/read_file.hpp"
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -20,10 +22,17 @@ struct compile_options {
     bool print_passes = false;
     std::string print_after;
     std::string dump_kernels;
+    std::string output;
 };
 
 int compile(const compile_options& options) {
+    CONFLUX_USER_CHECK(!is_saved_program(options.model), "'", options.model.model,
+                       "' is a compiled program (.cfx) already; compile takes an ONNX model");
     const std::string target = resolve_target(options.target, std::cerr);
+    CONFLUX_USER_CHECK(options.output.empty() || target == "cuda",
+                       "-o/--output: saving a "
+                       "program for the reference target is not supported yet; use --target "
+                       "cuda (no GPU is needed to compile)");
     // What the target runs.
     const cuda::compile_options cuda_options = to_cuda_options(options.target, std::cerr);
     auto passes = target == "cuda"
@@ -64,6 +73,12 @@ int compile(const compile_options& options) {
         const auto& st = compiled.stats();
         std::cout << "compiled " << st.kernels << " kernels for " << st.arch << " in "
                   << st.compile_seconds << " s (" << st.cache_hits << " from the kernel cache)\n";
+        if (!options.output.empty()) {
+            save_program(options.output, compiled,
+                         std::filesystem::path(options.model.model).filename().string());
+            std::cout << "saved the program to " << options.output << " ("
+                      << format_byte_size(std::filesystem::file_size(options.output)) << ")\n";
+        }
         return 0;
     }
     pass_trace trace{.out = &std::cout,
@@ -91,6 +106,10 @@ command add_compile_command(CLI::App& app) {
                     "Write each kernel's CUDA source (ENTRY.cu) and cubin (ENTRY.cubin) to DIR "
                     "(the entry names are those the program listing shows)")
         ->type_name("DIR");
+    sub->add_option("-o,--output", options->output,
+                    "Save the compiled program to FILE (.cfx): `conflux run|perf FILE` then run "
+                    "it with no compile (no NVRTC, no tuning)")
+        ->type_name("FILE");
     return {sub, [options] { return compile(*options); }};
 }
 

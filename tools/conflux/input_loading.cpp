@@ -4,6 +4,7 @@
 #include "conflux/onnx/import.hpp"
 #include "conflux/util/printable.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <ostream>
 #include <set>
@@ -32,12 +33,12 @@ argument load_tensor(const std::string& path) {
 
 namespace {
 
-std::string describe_parameters(const std::vector<instruction_ref>& params) {
+std::string describe_parameters(const std::vector<std::string>& names,
+                                const std::vector<shape>& shapes) {
     std::string list;
-    for (auto* p : params) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
         if (!list.empty()) list += ", ";
-        list += p->get_operator().get_if<op::param>()->name_ + " (" +
-                to_string(p->get_shape().as_standard()) + ")";
+        list += names[i] + " (" + to_string(shapes[i].as_standard()) + ")";
     }
     return list.empty() ? "none" : list;
 }
@@ -46,16 +47,28 @@ std::string describe_parameters(const std::vector<instruction_ref>& params) {
 
 ref::parameter_map bind_inputs(const module& m, const std::vector<input_file>& files,
                                std::uint64_t seed, std::ostream& notes) {
-    auto params = m.parameters();
+    std::vector<std::string> names;
+    std::vector<shape> shapes;
+    for (auto* p : m.parameters()) {
+        names.push_back(p->get_operator().get_if<op::param>()->name_);
+        shapes.push_back(p->get_shape());
+    }
+    return bind_inputs(names, shapes, files, seed, notes);
+}
+
+ref::parameter_map bind_inputs(const std::vector<std::string>& names,
+                               const std::vector<shape>& shapes,
+                               const std::vector<input_file>& files, std::uint64_t seed,
+                               std::ostream& notes) {
     ref::parameter_map bound;
     for (const auto& f : files) {
-        auto* p = m.get_parameter(f.name);
+        const auto it = std::find(names.begin(), names.end(), f.name);
         CONFLUX_USER_CHECK(
-            p != nullptr, "--input '", f.name,
-            "': the model has no such input; its inputs are: ", describe_parameters(params));
+            it != names.end(), "--input '", f.name,
+            "': the model has no such input; its inputs are: ", describe_parameters(names, shapes));
         CONFLUX_USER_CHECK(!bound.contains(f.name), "--input '", f.name, "' is given twice");
         argument value = load_tensor(f.path);
-        const shape& want = p->get_shape();
+        const shape& want = shapes[std::size_t(it - names.begin())];
         const shape& got = value.get_shape();
         CONFLUX_USER_CHECK(want.type() == got.type() && want.lens() == got.lens(), "input '",
                            f.name, "' from '", f.path, "': expected ",
@@ -64,12 +77,11 @@ ref::parameter_map bind_inputs(const module& m, const std::vector<input_file>& f
     }
 
     std::mt19937_64 rng(seed);
-    for (auto* p : params) {
-        const auto& name = p->get_operator().get_if<op::param>()->name_;
-        if (bound.contains(name)) continue;
-        notes << "conflux: input '" << printable(name) << "' not given: using random "
-              << to_string(p->get_shape().as_standard()) << " (seed " << seed << ")\n";
-        bound.emplace(name, random_argument(p->get_shape(), rng));
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (bound.contains(names[i])) continue;
+        notes << "conflux: input '" << printable(names[i]) << "' not given: using random "
+              << to_string(shapes[i].as_standard()) << " (seed " << seed << ")\n";
+        bound.emplace(names[i], random_argument(shapes[i], rng));
     }
     return bound;
 }

@@ -31,4 +31,11 @@ argument load_tensor(const std::string& path);
 ref::parameter_map bind_inputs(const module& m, const std::vector<input_file>& files,
                                std::uint64_t seed, std::ostream& notes);
 
+// The same for parameters given by name and shape (a loaded .cfx has no module): in the same
+// order, the same random values as the module it was compiled from.
+ref::parameter_map bind_inputs(const std::vector<std::string>& names,
+                               const std::vector<shape>& shapes,
+                               const std::vector<input_file>& files, std::uint64_t seed,
+                               std::ostream& notes);
+
 } // namespace conflux::tool

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     const escaping_output escaped;
     CLI::App app{"Conflux: an ONNX inference compiler for NVIDIA GPUs", "conflux"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "conflux 0.1.0");
+    app.set_version_flag("--version", std::string("conflux ") + CONFLUX_VERSION);
 
     std::vector<command> commands{add_read_command(app), add_compile_command(app),
                                   add_run_command(app),  add_verify_command(app),

@@ -4,6 +4,7 @@
 #include "conflux/util/printable.hpp"
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -37,7 +38,11 @@ dims parse_dim_list(const std::string& text, const std::string& whole) {
 } // namespace
 
 void add_model_options(CLI::App& command, model_options& options) {
-    command.add_option("MODEL", options.model, "ONNX model file (.onnx)")->required();
+    command
+        .add_option("MODEL", options.model,
+                    "ONNX model file (.onnx), or a program compiled and saved by `conflux compile "
+                    "-o` (.cfx)")
+        ->required();
     command
         .add_option("--input-dim", options.input_dims,
                     "Full lens of an input with symbolic dims, NAME:d0,d1,... (repeatable)")
@@ -68,6 +73,42 @@ onnx::import_options to_import_options(const model_options& options) {
 program load_model(const model_options& options) {
     // import_model reads only a regular file of bounded size, and names the path otherwise.
     return onnx::import_model(options.model, to_import_options(options));
+}
+
+bool is_saved_program(const model_options& options) {
+    return is_program_file(options.model);
+}
+
+saved_program load_saved_program(const model_options& options, const target_options& target,
+                                 const CLI::App& command, std::ostream& notes) {
+    for (const char* name :
+         {"--input-dim", "--batch", "--arch", "--perf-config", "--attention-config", "--exact-fp32",
+          "--tune", "--fp16", "--bf16", "--skip-pass", "--optimize", "--kernel-cache",
+          "--no-kernel-cache", "--problem-cache", "--trace-compile"}) {
+        const CLI::Option* o = command.get_option_no_throw(name);
+        CONFLUX_USER_CHECK(o == nullptr || o->count() == 0, name, ": '", options.model,
+                           "' is a compiled program (.cfx), compiled already; options that shape "
+                           "a compile apply to `conflux compile MODEL.onnx -o FILE.cfx`");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    saved_program saved = load_program(options.model);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    CONFLUX_USER_CHECK(target.target == "auto" || target.target == saved.target, "--target ",
+                       target.target, ": '", options.model, "' holds a program compiled for ",
+                       saved.target);
+    if (!target.quiet) {
+        notes << "conflux: loaded " << printable(options.model) << " (" << saved.target;
+        if (saved.cuda)
+            notes << " program for " << saved.cuda->stats().arch << ", "
+                  << saved.cuda->stats().kernels << " kernels, " << saved.cuda->stats().launches
+                  << " launches";
+        notes << "; saved by conflux " << saved.header.value("conflux", std::string("?"))
+              << " from " << printable(saved.header.value("model", std::string("?"))) << ") in "
+              << std::fixed << std::setprecision(1) << ms << " ms\n"
+              << std::defaultfloat;
+    }
+    return saved;
 }
 
 void add_input_options(CLI::App& command, input_options& options) {

@@ -1,6 +1,7 @@
 // Options that several commands share, and their translation into the library's option structs.
 #pragma once
 
+#include "conflux/cuda/saved_program.hpp"
 #include "conflux/cuda/target.hpp"
 #include "conflux/onnx/import.hpp"
 
@@ -56,6 +57,17 @@ struct target_options {
 // --target auto|ref|cuda, --arch, --kernel-cache, --no-kernel-cache, --perf-config,
 // --exact-fp32, --trace-compile, --tune, --problem-cache, --quiet, --skip-pass.
 void add_target_options(CLI::App& command, target_options& options);
+
+// True when MODEL names a compiled program file (.cfx, by its signature, whatever its name)
+// instead of an ONNX model.
+bool is_saved_program(const model_options& options);
+
+// Loads the .cfx that MODEL names, after checking that `command` was given no option that shapes
+// a compile (--fp16, --tune, --batch, ...: the program was compiled already, so they would be
+// ignored without a word) and that --target, if given, is the file's. Unless `quiet`, says on
+// `notes` what was loaded and how long it took.
+saved_program load_saved_program(const model_options& options, const target_options& target,
+                                 const CLI::App& command, std::ostream& notes);
 
 // "cuda" or "ref": auto is cuda when a GPU is usable, else ref (said on `notes`).
 std::string resolve_target(const target_options& options, std::ostream& notes);

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <utility>
 
 namespace conflux::tool {
 
@@ -36,16 +37,31 @@ std::string kind_of(const std::string& entry) {
     return last == std::string::npos ? k : k.substr(0, last);
 }
 
-int perf(const perf_options& options) {
-    CONFLUX_USER_CHECK(options.target.target != "ref",
-                       "perf times the cuda target; --target ref has no kernels to time");
+// The program to time, loaded from a .cfx or compiled, and its inputs.
+std::pair<cuda::compiled_program, ref::parameter_map>
+program_and_inputs(const perf_options& options, const CLI::App& command) {
     auto files = parse_input_files(options.input.files);
+    if (is_saved_program(options.model)) {
+        saved_program saved = load_saved_program(options.model, options.target, command, std::cerr);
+        CONFLUX_USER_CHECK(saved.cuda.has_value(), "perf times the cuda target; '",
+                           options.model.model, "' holds a program for ", saved.target);
+        auto params = bind_inputs(saved.cuda->parameter_names(), saved.cuda->parameter_shapes(),
+                                  files, options.input.seed, std::cerr);
+        return {std::move(*saved.cuda), std::move(params)};
+    }
     program model = load_model(options.model);
     auto params = bind_inputs(model.main(), files, options.input.seed, std::cerr);
     cuda::compiled_program compiled =
         cuda::compile(std::move(model), to_cuda_options(options.target, std::cerr));
     print_tuning_summary(options.target, compiled, std::cerr);
     print_compile_trace(options.target, compiled, std::cout);
+    return {std::move(compiled), std::move(params)};
+}
+
+int perf(const perf_options& options, const CLI::App& command) {
+    CONFLUX_USER_CHECK(options.target.target != "ref",
+                       "perf times the cuda target; --target ref has no kernels to time");
+    auto [compiled, params] = program_and_inputs(options, command);
     const cuda::profile_result r = compiled.profile(
         params, cuda::profile_options{options.warmup, options.iterations, !options.no_graph});
 
@@ -130,7 +146,7 @@ command add_perf_command(CLI::App& app) {
                     "After timing, run once more and write each output to DIR/<output name>.npy, "
                     "as `conflux run --output-dir` does")
         ->type_name("DIR");
-    return {sub, [options] { return perf(*options); }};
+    return {sub, [options, sub] { return perf(*options, *sub); }};
 }
 
 } // namespace conflux::tool

@@ -64,15 +64,48 @@ std::string summarise(const argument& value) {
     return os.str();
 }
 
-int run(const run_options& options) {
-    const std::string target = resolve_target(options.target, std::cerr);
+// The summary of each output and the time, and the .npy files with --output-dir.
+void print_results(const run_options& options, const std::vector<std::string>& names,
+                   const std::vector<argument>& results,
+                   std::chrono::steady_clock::time_point start,
+                   std::chrono::steady_clock::time_point stop, const std::string& target) {
+    CONFLUX_ASSERT(names.size() == results.size(), "model returns ", results.size(),
+                   " values but names ", names.size());
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const shape& s = results[i].get_shape();
+        std::cout << printable(names[i]) << ": " << to_string(s.as_standard()) << "  "
+                  << summarise(results[i]) << "\n";
+    }
+    double ms = std::chrono::duration<double, std::milli>(stop - start).count();
+    std::cout << "time: " << format_number(ms) << " ms (target " << target << ")\n";
+
+    if (!options.output_dir.empty())
+        write_output_files(options.output_dir, names, results, std::cout);
+}
+
+int run(const run_options& options, const CLI::App& command) {
     auto files = parse_input_files(options.input.files);
+    std::vector<argument> results;
+    std::vector<std::string> names;
+    std::string target;
+    std::chrono::steady_clock::time_point start, stop;
+    if (is_saved_program(options.model)) {
+        saved_program saved = load_saved_program(options.model, options.target, command, std::cerr);
+        target = saved.target;
+        cuda::compiled_program& compiled = *saved.cuda;
+        auto params = bind_inputs(compiled.parameter_names(), compiled.parameter_shapes(), files,
+                                  options.input.seed, std::cerr);
+        names = compiled.output_names();
+        start = std::chrono::steady_clock::now();
+        results = compiled.run(params);
+        stop = std::chrono::steady_clock::now();
+        print_results(options, names, results, start, stop, target);
+        return 0;
+    }
+    target = resolve_target(options.target, std::cerr);
     program p = load_model(options.model);
     auto params = bind_inputs(p.main(), files, options.input.seed, std::cerr);
-    const auto names = p.main().output_names();
-
-    std::vector<argument> results;
-    std::chrono::steady_clock::time_point start, stop;
+    names = p.main().output_names();
     if (target == "cuda") {
         cuda::compiled_program compiled =
             cuda::compile(std::move(p), to_cuda_options(options.target, std::cerr));
@@ -94,19 +127,7 @@ int run(const run_options& options) {
         results = ref::evaluate(p, params);
         stop = std::chrono::steady_clock::now();
     }
-
-    CONFLUX_ASSERT(names.size() == results.size(), "model returns ", results.size(),
-                   " values but names ", names.size());
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        const shape& s = results[i].get_shape();
-        std::cout << printable(names[i]) << ": " << to_string(s.as_standard()) << "  "
-                  << summarise(results[i]) << "\n";
-    }
-    double ms = std::chrono::duration<double, std::milli>(stop - start).count();
-    std::cout << "time: " << format_number(ms) << " ms (target " << target << ")\n";
-
-    if (!options.output_dir.empty())
-        write_output_files(options.output_dir, names, results, std::cout);
+    print_results(options, names, results, start, stop, target);
     return 0;
 }
 
@@ -125,7 +146,7 @@ command add_run_command(CLI::App& app) {
     sub->add_flag("--optimize", options->optimize,
                   "Reference target: run the target-independent passes (simplify, layout, "
                   "fusion) before interpreting");
-    return {sub, [options] { return run(*options); }};
+    return {sub, [options, sub] { return run(*options, *sub); }};
 }
 
 } // namespace conflux::tool

@@ -156,6 +156,7 @@ public:
 
 private:
     friend compiled_program compile(program p, const compile_options& options);
+    friend struct saved_program_access;
     std::unique_ptr<impl> impl_;
 };
 

@@ -10,7 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace conflux {
 
@@ -18,10 +23,28 @@ namespace conflux {
 nlohmann::json shape_to_json(const shape& s);
 shape shape_from_json(const nlohmann::json& j, const std::string& what);
 
-// {"shape": ..., "data": binary}: the argument's memory as it is (strides kept, so a broadcast
-// literal stays as small as it is), or {"tuple": [...]}.
-nlohmann::json argument_to_json(const argument& a);
-argument argument_from_json(const nlohmann::json& j, const std::string& what);
+// Large bytes kept out of the JSON: a program's weights and kernel binaries are stored as raw
+// blobs beside it (a .cfx's blob area), and the JSON holds {"blob": index}. Parsing JSON binary
+// values copies them byte by byte; a blob is used where it lies (a loaded literal is a view of
+// the mapped file, no copy).
+struct blob_list {
+    // What is written: spans of memory that must stay alive until the file is written.
+    std::vector<std::span<const std::uint8_t>> blobs;
+    nlohmann::json add(const void* data, std::size_t bytes);
+};
+// What is read: per blob, its bytes, owned or kept alive by the pointer.
+using blob_table = std::vector<std::pair<std::shared_ptr<std::byte>, std::size_t>>;
+
+// {"shape": ..., "data": bytes}: the argument's memory as it is (strides kept, so a broadcast
+// literal stays as small as it is), or {"tuple": [...]}. The bytes are a JSON binary value, or a
+// blob of `blobs` when given.
+nlohmann::json argument_to_json(const argument& a, blob_list* blobs = nullptr);
+// Reads either form; a blob reference needs `blobs` (a user_error without it or out of range).
+argument argument_from_json(const nlohmann::json& j, const std::string& what,
+                            const blob_table* blobs = nullptr);
+// The bytes `j` holds, as argument_from_json reads them: a binary value or a blob reference.
+std::pair<std::shared_ptr<std::byte>, std::size_t>
+bytes_from_json(const nlohmann::json& j, const std::string& what, const blob_table* blobs);
 
 // The field `key` of the object `j`, a user_error naming `what`.key when j is not an object or
 // has no such field.

@@ -5,6 +5,7 @@
 #include "conflux/passes/pipeline.hpp"
 #include "conflux/util/errors.hpp"
 #include "cuda/codegen/attention_kernel.hpp"
+#include "cuda/compile/compiled_program_impl.hpp"
 #include "cuda/jit/compile_kernels.hpp"
 #include "cuda/jit/kernel_cache.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
@@ -18,13 +19,6 @@
 #include <ostream>
 
 namespace conflux::cuda {
-
-struct compiled_program::impl {
-    lowered_program lowered;
-    std::vector<compiled_kernel> binaries;
-    compile_stats stats;
-    std::unique_ptr<executable> loaded; // created on the first run
-};
 
 compiled_program::compiled_program() = default;
 compiled_program::compiled_program(compiled_program&&) noexcept = default;
@@ -174,7 +168,10 @@ executable& loaded(compiled_program::impl& d) {
     if (!d.loaded) {
         CONFLUX_USER_CHECK(available_devices() > 0, "no CUDA device: ", cuda::no_device_reason(),
                            ". The program was compiled for ", d.stats.arch, " (", d.stats.kernels,
-                           " kernels); use --target ref to run it on the CPU");
+                           " kernels); ",
+                           d.from_file ? "run the ONNX model it was compiled from with --target ref"
+                                       : "use --target ref",
+                           " to run it on the CPU");
         const device_info dev = query_device(0);
         CONFLUX_USER_CHECK(dev.arch == d.stats.arch, "the program was compiled for ", d.stats.arch,
                            " but device 0 (", dev.name, ") is ", dev.arch, "; compile with --arch ",

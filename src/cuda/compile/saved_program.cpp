@@ -1,0 +1,145 @@
+#include "conflux/cuda/saved_program.hpp"
+
+#include "conflux/ir/serialize.hpp"
+#include "conflux/util/errors.hpp"
+#include "cuda/compile/compiled_program_impl.hpp"
+#include "cuda/jit/nvrtc_compiler.hpp"
+#include "cuda/runtime/lowered_program_json.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <ctime>
+
+namespace conflux {
+
+namespace cuda {
+
+// compiled_program's constructor is private to compile(); a loaded program is made here.
+struct saved_program_access {
+    static const compiled_program::impl& of(const compiled_program& p) { return *p.impl_; }
+    static compiled_program make(std::unique_ptr<compiled_program::impl> d) {
+        compiled_program p;
+        p.impl_ = std::move(d);
+        return p;
+    }
+};
+
+} // namespace cuda
+
+namespace {
+
+using nlohmann::json;
+
+json stats_to_json(const cuda::compile_stats& s) {
+    return {{"arch", s.arch},
+            {"kernels", s.kernels},
+            {"launches", s.launches},
+            {"cache_hits", s.cache_hits},
+            {"arena_bytes", s.arena_bytes},
+            {"temporary_bytes", s.temporary_bytes},
+            {"output_bytes", s.output_bytes},
+            {"literal_bytes", s.literal_bytes},
+            {"tf32_anchors", s.tf32_anchors},
+            {"compile_seconds", s.compile_seconds},
+            {"problems", s.problems},
+            {"reused", s.reused},
+            {"tuned", s.tuned},
+            {"heuristic", s.heuristic},
+            {"disqualified", s.disqualified},
+            {"tuning_seconds", s.tuning_seconds}};
+}
+
+double json_seconds(const json& j, const char* key, const std::string& what) {
+    const json& v = json_field(j, key, what);
+    CONFLUX_USER_CHECK(v.is_number(), what, ".", key, ": expected a number");
+    return v.get<double>();
+}
+
+cuda::compile_stats stats_from_json(const json& j) {
+    const std::string what = "section 'stats'";
+    cuda::compile_stats s;
+    s.arch = json_string(j, "arch", what);
+    s.kernels = json_size(j, "kernels", what);
+    s.launches = json_size(j, "launches", what);
+    s.cache_hits = json_size(j, "cache_hits", what);
+    s.arena_bytes = json_size(j, "arena_bytes", what);
+    s.temporary_bytes = json_size(j, "temporary_bytes", what);
+    s.output_bytes = json_size(j, "output_bytes", what);
+    s.literal_bytes = json_size(j, "literal_bytes", what);
+    s.tf32_anchors = json_size(j, "tf32_anchors", what);
+    s.compile_seconds = json_seconds(j, "compile_seconds", what);
+    s.problems = json_size(j, "problems", what);
+    s.reused = json_size(j, "reused", what);
+    s.tuned = json_size(j, "tuned", what);
+    s.heuristic = json_size(j, "heuristic", what);
+    s.disqualified = json_size(j, "disqualified", what);
+    s.tuning_seconds = json_seconds(j, "tuning_seconds", what);
+    return s;
+}
+
+json tensors_to_json(const std::vector<std::string>& names, const std::vector<shape>& shapes) {
+    json out = json::array();
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out.push_back({{"name", names[i]}, {"shape", to_string(shapes[i])}});
+    return out;
+}
+
+std::string utc_now() {
+    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+} // namespace
+
+void save_program(const std::filesystem::path& path, const cuda::compiled_program& compiled,
+                  const std::string& model) {
+    const auto& d = cuda::saved_program_access::of(compiled);
+    json header = {
+        {"conflux", CONFLUX_VERSION},
+        {"target", "cuda"},
+        {"arch", d.stats.arch},
+        {"cuda_runtime", CUDART_VERSION},
+        {"nvrtc", cuda::nvrtc_version()},
+        {"model", model},
+        {"created", utc_now()},
+        {"inputs", tensors_to_json(d.lowered.parameter_names, d.lowered.parameter_shapes)},
+        {"outputs", tensors_to_json(d.lowered.output_names, d.lowered.output_shapes)}};
+    blob_list blobs;
+    json cuda = cuda::lowered_program_to_json(d.lowered, d.binaries, blobs);
+    write_program_file(path, std::move(header),
+                       {{"stats", stats_to_json(d.stats)}, {"cuda", std::move(cuda)}}, blobs);
+}
+
+saved_program load_program(const std::filesystem::path& path) {
+    const program_file file = program_file::open(path);
+    saved_program out;
+    out.header = file.header();
+    const std::string what = "program file '" + path.string() + "'";
+    try {
+        out.target = json_string(out.header, "target", "header");
+        CONFLUX_USER_CHECK(out.target == "cuda", "header.target: '", out.target,
+                           "' is not a target this Conflux loads (cuda)");
+        auto d = std::make_unique<cuda::compiled_program::impl>();
+        d->from_file = true;
+        d->stats = stats_from_json(file.section("stats"));
+        cuda::lowered_program_from_json(file.section("cuda"), file.blobs(), d->lowered,
+                                        d->binaries);
+        CONFLUX_USER_CHECK(d->stats.kernels == d->lowered.kernels.size(),
+                           "section 'stats': ", d->stats.kernels,
+                           " kernels, but section 'cuda' has ", d->lowered.kernels.size());
+        out.cuda = cuda::saved_program_access::make(std::move(d));
+    } catch (const user_error& e) {
+        // Errors of the content name the file as the container's own do.
+        const std::string message = e.what();
+        if (message.rfind(what, 0) == 0) throw;
+        throw_user_error(what, ": ", message);
+    }
+    return out;
+}
+
+} // namespace conflux
