@@ -26,6 +26,12 @@ pack() {
         >.gpu/COMMIT
     tar czf .gpu/testdata.tgz -C /usr/share/libonnx-testdata/data \
         node pytorch-converted pytorch-operator simple
+    # The Python package for the GPU machine's python3 (3.12), when this machine has that
+    # version (CONFLUX_GPU_PYTHON, default pyenv's).
+    local gpu_python=${CONFLUX_GPU_PYTHON:-$(ls -d /root/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | head -1)}
+    if [ -n "$gpu_python" ] && [ -x "$gpu_python" ]; then
+        scripts/python_module_for.sh "$gpu_python" .gpu/python
+    fi
     du -sh .gpu
 }
 
@@ -84,6 +90,11 @@ run() {
         step "cfx round trip resnet50 f16 b32" cfx_resnet50.log scripts/cfx_round_trip.sh \
             $bin/conflux /tmp/resnet50_b32.onnx --fp16
         grep -E "loaded|^time|bit-identical" "$OUT/cfx_resnet50.log"
+    fi
+    if [ -d .gpu/python ]; then
+        step "python package (pytest, gpu tests)" python_package.log env \
+            PYTHONPATH=.gpu/python:.gpu/python/pydeps CONFLUX_SOURCE_DIR="$(pwd)" \
+            python3 -m pytest -q -p no:cacheprovider python/tests
     fi
     step "cfx round trip grouped_query_attention" cfx_gqa.log scripts/cfx_round_trip.sh \
         $bin/conflux tests/models/data/grouped_query_attention/model.onnx --fp16
