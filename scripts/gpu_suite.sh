@@ -96,6 +96,11 @@ run() {
             PYTHONPATH=.gpu/python:.gpu/python/pydeps CONFLUX_SOURCE_DIR="$(pwd)" \
             python3 -m pytest -q -p no:cacheprovider python/tests
     fi
+    if [ -d .gpu/python ] && [ -f /tmp/resnet50_b32.onnx ]; then
+        step "python: resnet50 .cfx load, torch overhead" python_cfx.log env \
+            PYTHONPATH=.gpu/python python3 bench/python_cfx.py /tmp/resnet50_b32.onnx --fp16 \
+            --json "$OUT/python_cfx.json"
+    fi
     step "cfx round trip grouped_query_attention" cfx_gqa.log scripts/cfx_round_trip.sh \
         $bin/conflux tests/models/data/grouped_query_attention/model.onnx --fp16
     grep -E "^(ref|cuda) " "$OUT/conformance.log"

@@ -58,13 +58,50 @@ class Program:
         """The outputs, in order: TensorInfo(name, dtype, shape)."""
         return list(self._impl.outputs)
 
-    def run(self, inputs):
-        """Runs the program on a dict of numpy arrays (name -> array); returns name -> array.
-        An input not given gets random values (seed 0, as `conflux run`), with a warning."""
+    def run(self, inputs, *, outputs=None, stream=None, cuda_graph=True):
+        """Runs the program on a dict of inputs (name -> array); returns name -> array.
+
+        numpy arrays: copied to the GPU and back (or run on the reference target). An input not
+        given gets random values (seed 0, as `conflux run`), with a warning.
+
+        GPU tensors (objects with __cuda_array_interface__: torch CUDA tensors, CuPy arrays):
+        read where they are, no copies, and the outputs are new tensors of the same library on
+        the same device (or the `outputs` dict's, written in place). The run is queued on the
+        caller's current stream (torch's or CuPy's; `stream` to give another cudaStream_t as an
+        int) and returns without waiting, as a kernel launch of that library does. Inputs must be
+        dense, row-major, of the program's dtypes and shapes."""
         if not isinstance(inputs, dict):
-            raise TypeError(f"inputs: expected a dict of name -> numpy array, got "
+            raise TypeError(f"inputs: expected a dict of name -> array, got "
                             f"{type(inputs).__name__}")
+        if any(_is_device_tensor(x) for x in inputs.values()) or outputs:
+            return self._run_on_device(inputs, outputs, stream, cuda_graph)
         return self._impl.run(inputs)
+
+    def _run_on_device(self, inputs, outputs, stream, cuda_graph):
+        wanted = {t.name: t for t in self.inputs}
+        pointers = {}
+        for name, x in inputs.items():
+            if name not in wanted:
+                known = ", ".join(t.name for t in self.inputs) or "none"
+                raise UserError(f"input '{name}': the program has no such input; its inputs "
+                                f"are: {known}")
+            pointers[name] = _device_pointer(x, wanted[name], f"input '{name}'", None)
+        missing = [t.name for t in self.inputs if t.name not in inputs]
+        if missing:
+            raise UserError(f"input '{missing[0]}' is not given (a run on GPU tensors takes "
+                            f"every input)")
+        like = next(iter(inputs.values()), None)
+        result = dict(outputs or {})
+        out_pointers = {}
+        for t, strides in zip(self.outputs, self._impl.output_strides):
+            if t.name not in result:
+                result[t.name] = _empty_like_library(like, t, strides)
+            out_pointers[t.name] = _device_pointer(result[t.name], t, f"output '{t.name}'",
+                                                   strides)
+        if stream is None:
+            stream = _current_stream(like)
+        self._impl.run_on_device(pointers, out_pointers, int(stream), cuda_graph)
+        return {t.name: result[t.name] for t in self.outputs}
 
     def perf(self, inputs=None, *, warmup=10, iterations=50, cuda_graph=True):
         """Times the program as `conflux perf` does (CUDA events after warm-up); returns its
@@ -81,6 +118,88 @@ class Program:
         arch = f", arch='{self.arch}'" if self.arch else ""
         return (f"<conflux.Program target='{self.target}'{arch}, "
                 f"{len(self.inputs)} inputs, {len(self.outputs)} outputs>")
+
+
+# DLPack/array-interface type strings of each dtype.
+_TYPESTR = {"f32": "<f4", "f16": "<f2", "f64": "<f8", "i8": "|i1", "u8": "|u1", "i32": "<i4",
+            "i64": "<i8", "bool": "|b1"}
+_TORCH_TYPE = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64",
+               "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "bool": "bool"}
+
+
+def _is_device_tensor(x):
+    return hasattr(x, "__cuda_array_interface__")
+
+
+def _device_pointer(x, info, what, strides):
+    """The device address of x after checking its dtype, shape and layout against info."""
+    if not _is_device_tensor(x):
+        raise TypeError(f"{what}: expected a GPU tensor (__cuda_array_interface__), got "
+                        f"{type(x).__name__}")
+    cai = x.__cuda_array_interface__
+    typestr = cai["typestr"]
+    expected = _TYPESTR.get(info.dtype)
+    # bf16 has no array-interface type string; torch says '<V2' for it.
+    if info.dtype == "bf16":
+        ok = typestr in ("<V2", "|V2") and getattr(x, "dtype", None) is not None and \
+            str(x.dtype).endswith("bfloat16")
+    else:
+        ok = typestr == expected
+    if not ok:
+        raise TypeError(f"{what} is {getattr(x, 'dtype', typestr)} but the program expects "
+                        f"{info.dtype}")
+    shape = tuple(cai["shape"])
+    if shape != tuple(info.shape):
+        raise UserError(f"{what} has shape {list(shape)} but the program expects "
+                        f"{list(info.shape)}")
+    itemsize = int(typestr[2:]) if typestr[1] != "V" else 2
+    want = list(strides) if strides is not None else _row_major(shape)
+    got = cai.get("strides")
+    got = _row_major(shape) if got is None else [s // itemsize for s in got]
+    if [g for g, n in zip(got, shape) if n > 1] != [w for w, n in zip(want, shape) if n > 1]:
+        raise UserError(f"{what} has strides {got} (elements) but the program reads "
+                        f"{want}; pass a contiguous tensor")
+    return cai["data"][0]
+
+
+def _row_major(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return list(reversed(strides))
+
+
+def _empty_like_library(like, info, strides):
+    """An output buffer of the input's library on its device, in the program's layout."""
+    module = type(like).__module__.split(".")[0]
+    if module == "torch":
+        import torch
+        return torch.empty_strided(tuple(info.shape), tuple(strides),
+                                   dtype=getattr(torch, _TORCH_TYPE[info.dtype]),
+                                   device=like.device)
+    if module == "cupy":
+        import cupy
+        from cupy.lib.stride_tricks import as_strided
+        space = 1 + sum((n - 1) * s for n, s in zip(info.shape, strides) if n > 0)
+        base = cupy.empty(space if all(info.shape) else 0, dtype=_TORCH_TYPE[info.dtype])
+        itemsize = base.dtype.itemsize
+        return as_strided(base, tuple(info.shape), tuple(s * itemsize for s in strides))
+    raise UserError(f"output '{info.name}': cannot allocate it for inputs of "
+                    f"{type(like).__name__}; pass outputs={{name: tensor}}")
+
+
+def _current_stream(like):
+    """The cudaStream_t the caller's library queues work on, as an int."""
+    module = type(like).__module__.split(".")[0]
+    if module == "torch":
+        import torch
+        handle = torch.cuda.current_stream(like.device).cuda_stream
+        return handle or 1  # torch's default stream is the legacy stream: cudaStreamLegacy
+    if module == "cupy":
+        import cupy
+        return cupy.cuda.get_current_stream().ptr or 1
+    return 0  # the program's own stream, waiting for the run
 
 
 def compile(model, *, target="auto", fp16=False, bf16=False, batch=None, input_dims=None,

@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <cstdint>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -166,7 +167,7 @@ public:
             const std::string message = "conflux: input '" + input_names[i] +
                                         "' not given: using random " +
                                         to_string(input_shapes[i].as_standard()) + " (seed 0)";
-            if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0)
+            if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 2) != 0)
                 throw py::error_already_set();
             bound.emplace(input_names[i], random_argument(input_shapes[i], rng));
         }
@@ -215,6 +216,25 @@ public:
             py::arg("kernels") = st.kernels, py::arg("launches") = st.launches,
             py::arg("weight_bytes") = st.literal_bytes, py::arg("arena_bytes") = st.arena_bytes,
             py::arg("steps") = steps);
+    }
+
+    // Device memory the caller owns, by name: no copies (compiled_program::run_on_device checks
+    // names, alignment, overlap and that the memory is device memory of the program's device).
+    void run_on_device(const std::map<std::string, std::uintptr_t>& inputs,
+                       const std::map<std::string, std::uintptr_t>& outputs, std::uintptr_t stream,
+                       bool cuda_graph) {
+        if (!cuda)
+            throw user_error("device tensors run on the cuda target; this program is for " +
+                             target + " (compile with target='cuda')");
+        std::map<std::string, const void*> in;
+        std::map<std::string, void*> out;
+        for (const auto& [name, ptr] : inputs)
+            in.emplace(name, reinterpret_cast<const void*>(ptr));
+        for (const auto& [name, ptr] : outputs)
+            out.emplace(name, reinterpret_cast<void*>(ptr));
+        py::gil_scoped_release unlocked;
+        cuda->run_on_device(in, out,
+                            cuda::device_run_options{reinterpret_cast<void*>(stream), cuda_graph});
     }
 
     void save(const std::filesystem::path& path, const std::string& model) const {
@@ -347,6 +367,17 @@ PYBIND11_MODULE(_conflux, m) {
                                    return p.cuda->stats().arch;
                                })
         .def("run", &py_program::run, py::arg("inputs"))
+        .def("run_on_device", &py_program::run_on_device, py::arg("inputs"), py::arg("outputs"),
+             py::arg("stream"), py::arg("cuda_graph"))
+        // Per output, its strides in elements in run_on_device's buffers (the layout the graph
+        // asked for need not be row-major).
+        .def_property_readonly("output_strides",
+                               [](const py_program& p) {
+                                   std::vector<std::vector<std::size_t>> out;
+                                   for (const shape& s : p.output_shapes)
+                                       out.push_back(s.strides());
+                                   return out;
+                               })
         .def("perf", &py_program::perf, py::arg("inputs"), py::arg("warmup"), py::arg("iterations"),
              py::arg("cuda_graph"))
         .def("save", &py_program::save, py::arg("path"), py::arg("model"));

@@ -208,3 +208,30 @@ def test_perf_returns_the_numbers_conflux_perf_prints(example):
     p = conflux.compile(example, target="cuda", tune="none")
     r = p.perf(iterations=5, warmup=2)
     assert r["median_ms"] > 0 and r["launches"] == len(r["steps"]) and r["cuda_graph"]
+
+
+@pytest.mark.gpu
+def test_torch_cuda_tensors_run_in_place_on_the_callers_stream(example):
+    torch = pytest.importorskip("torch")
+    p = conflux.compile(example, target="cuda", fp16=True, tune="none")
+    x = np.random.default_rng(4).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    want = p.run({"x": x})["y"]
+    xt = torch.from_numpy(x).cuda()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        got = p.run({"x": xt})
+        y = got["y"]
+        assert isinstance(y, torch.Tensor) and y.device == xt.device and y.dtype == torch.float32
+    side.synchronize()
+    assert np.array_equal(y.cpu().numpy(), want)
+    # Outputs given: written in place.
+    out = torch.empty((1, 256, 8), device="cuda")
+    assert p.run({"x": xt}, outputs={"y": out})["y"] is out
+    torch.cuda.synchronize()
+    assert np.array_equal(out.cpu().numpy(), want)
+    with pytest.raises(TypeError, match="expects f32"):
+        p.run({"x": xt.half()})
+    with pytest.raises(conflux.UserError, match="has shape"):
+        p.run({"x": xt[:, :2]})
+    with pytest.raises(conflux.UserError, match="pass a contiguous tensor"):
+        p.run({"x": torch.randn(1, 16, 16, 3, device="cuda").permute(0, 3, 1, 2)})

@@ -1,0 +1,92 @@
+"""Issue 18's numbers on a GPU: a model compiled once and saved (.cfx), then loaded by a new
+process (load time, first-result time, outputs bit-identical to the compiling process), and what
+Program.run on torch CUDA tensors adds over `conflux perf`'s graph replay time.
+
+    PYTHONPATH=<the conflux package> python3 bench/python_cfx.py MODEL.onnx [--fp16] [--json F]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+CHILD = r"""
+import sys, time, json
+t0 = time.perf_counter()
+import numpy as np
+import conflux
+t1 = time.perf_counter()
+p = conflux.load(sys.argv[1])
+t2 = time.perf_counter()
+x = {k: np.load(v) for k, v in json.loads(sys.argv[2]).items()}
+y = p.run(x)
+t3 = time.perf_counter()
+np.savez(sys.argv[3], **y)
+print(json.dumps({"import_ms": 1e3 * (t1 - t0), "load_ms": 1e3 * (t2 - t1),
+                  "first_result_ms": 1e3 * (t3 - t1)}))
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--fp16", action="store_true")
+    ap.add_argument("--json")
+    ap.add_argument("--iterations", type=int, default=200)
+    args = ap.parse_args()
+    import conflux
+    import torch
+    work = tempfile.mkdtemp()
+    p = conflux.compile(args.model, target="cuda", fp16=args.fp16)
+    cfx = os.path.join(work, "model.cfx")
+    p.save(cfx)
+    rng = np.random.default_rng(0)
+    xs = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in p.inputs}
+    files = {}
+    for k, v in xs.items():
+        files[k] = os.path.join(work, f"{k}.npy")
+        np.save(files[k], v)
+    want = p.run(xs)
+    out = os.path.join(work, "y.npz")
+    r = subprocess.run([sys.executable, "-c", CHILD, cfx, json.dumps(files), out],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(r.stderr)
+    child = json.loads(r.stdout.strip().splitlines()[-1])
+    got = np.load(out)
+    identical = all(np.array_equal(got[k], v) for k, v in want.items())
+
+    perf = p.perf(xs, iterations=args.iterations)
+    xt = {k: torch.from_numpy(v).cuda() for k, v in xs.items()}
+    outs = {t.name: o for t, o in zip(p.outputs, p.run(xt).values())}
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(20):
+        p.run(xt, outputs=outs)
+    start.record()
+    t0 = time.perf_counter()
+    for _ in range(args.iterations):
+        p.run(xt, outputs=outs)
+    host_us = 1e6 * (time.perf_counter() - t0) / args.iterations
+    stop.record()
+    torch.cuda.synchronize()
+    torch_ms = start.elapsed_time(stop) / args.iterations
+    row = {"model": os.path.basename(args.model), "fp16": args.fp16,
+           "cfx_bytes": os.path.getsize(cfx), **child, "bit_identical": identical,
+           "perf_median_ms": perf["median_ms"], "run_torch_ms": torch_ms,
+           "run_torch_host_us_per_call": host_us,
+           "overhead_us": 1e3 * (torch_ms - perf["median_ms"]),
+           "device": torch.cuda.get_device_name()}
+    print(json.dumps(row, indent=1))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(row, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
