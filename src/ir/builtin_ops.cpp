@@ -1,5 +1,7 @@
 #include "conflux/ir/builtin_ops.hpp"
 
+#include "conflux/ir/serialize.hpp"
+
 namespace conflux::op {
 
 shape param::compute_shape(const std::vector<shape>& in) const {
@@ -23,6 +25,10 @@ shape return_op::compute_shape(const std::vector<shape>& in) const {
 
 argument return_op::eval(const shape&, const std::vector<argument>&) const {
     throw_internal_error("@return is handled by the evaluator");
+}
+
+get_tuple_elem get_tuple_elem::from_attributes(const nlohmann::json& a) {
+    return {json_size(a, "index", "attributes")};
 }
 
 shape get_tuple_elem::compute_shape(const std::vector<shape>& in) const {

@@ -3,8 +3,11 @@
 #include "conflux/util/errors.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 namespace conflux {
 
@@ -15,14 +18,64 @@ bool is_size(const nlohmann::json& v) {
     return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
 }
 
-dims dims_from_json(const nlohmann::json& j, const char* key, const std::string& what) {
-    dims d;
+std::optional<std::size_t> as_size(const nlohmann::json& v) {
+    if (!is_size(v)) return std::nullopt;
+    return v.get<std::size_t>();
+}
+
+std::optional<std::int64_t> as_int(const nlohmann::json& v) {
+    if (v.is_number_unsigned() &&
+        v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+        return std::nullopt;
+    if (!v.is_number_integer()) return std::nullopt;
+    return v.get<std::int64_t>();
+}
+
+std::optional<std::string> as_string(const nlohmann::json& v) {
+    if (!v.is_string()) return std::nullopt;
+    return v.get<std::string>();
+}
+
+std::optional<double> as_number(const nlohmann::json& v) {
+    if (!v.is_number()) return std::nullopt;
+    return v.get<double>();
+}
+
+// Converting a finite double beyond f32's range to float is undefined behaviour.
+std::optional<float> as_float(const nlohmann::json& v) {
+    auto d = as_number(v);
+    if (!d || (std::isfinite(*d) && std::fabs(*d) > double(std::numeric_limits<float>::max())))
+        return std::nullopt;
+    return float(*d);
+}
+
+// A value as an error message shows it: a scalar as written, anything else by its kind (a
+// damaged field may hold a whole tensor).
+std::string describe(const nlohmann::json& v) {
+    return v.is_primitive() && !v.is_binary() ? v.dump() : v.type_name();
+}
+
+template <class Read>
+auto read_field(const nlohmann::json& j, const char* key, const std::string& what,
+                const char* expected, Read read) {
+    const auto& v = json_field(j, key, what);
+    auto x = read(v);
+    CONFLUX_USER_CHECK(x.has_value(), what, ".", key, ": expected ", expected, ", found ",
+                       describe(v));
+    return *x;
+}
+
+template <class Read>
+auto read_array(const nlohmann::json& j, const char* key, const std::string& what,
+                const char* expected, Read read) {
+    std::vector<typename decltype(read(j))::value_type> out;
     for (const auto& v : json_array(j, key, what)) {
-        CONFLUX_USER_CHECK(is_size(v), what, ".", key, ": expected non-negative integers, found ",
-                           v.dump());
-        d.push_back(v.get<std::size_t>());
+        auto x = read(v);
+        CONFLUX_USER_CHECK(x.has_value(), what, ".", key, ": expected ", expected, ", found ",
+                           describe(v));
+        out.push_back(*x);
     }
-    return d;
+    return out;
 }
 
 } // namespace
@@ -42,10 +95,7 @@ std::string json_string(const nlohmann::json& j, const char* key, const std::str
 }
 
 std::size_t json_size(const nlohmann::json& j, const char* key, const std::string& what) {
-    const auto& v = json_field(j, key, what);
-    CONFLUX_USER_CHECK(is_size(v), what, ".", key, ": expected a non-negative integer, found ",
-                       v.dump());
-    return v.get<std::size_t>();
+    return read_field(j, key, what, "a non-negative integer", as_size);
 }
 
 bool json_bool(const nlohmann::json& j, const char* key, const std::string& what) {
@@ -55,11 +105,45 @@ bool json_bool(const nlohmann::json& j, const char* key, const std::string& what
     return v.get<bool>();
 }
 
+std::int64_t json_int(const nlohmann::json& j, const char* key, const std::string& what) {
+    return read_field(j, key, what, "a 64-bit integer", as_int);
+}
+
+float json_float(const nlohmann::json& j, const char* key, const std::string& what) {
+    return read_field(j, key, what, "a number within f32's range", as_float);
+}
+
+dtype json_dtype(const nlohmann::json& j, const char* key, const std::string& what) {
+    const std::string name = json_string(j, key, what);
+    const auto t = parse_dtype(name);
+    CONFLUX_USER_CHECK(t.has_value(), what, ".", key, ": unknown element type '", name, "'");
+    return *t;
+}
+
 const nlohmann::json& json_array(const nlohmann::json& j, const char* key,
                                  const std::string& what) {
     const auto& v = json_field(j, key, what);
     CONFLUX_USER_CHECK(v.is_array(), what, ".", key, ": expected an array, found ", v.type_name());
     return v;
+}
+
+dims json_sizes(const nlohmann::json& j, const char* key, const std::string& what) {
+    return read_array(j, key, what, "non-negative integers", as_size);
+}
+
+std::vector<std::int64_t> json_ints(const nlohmann::json& j, const char* key,
+                                    const std::string& what) {
+    return read_array(j, key, what, "64-bit integers", as_int);
+}
+
+std::vector<double> json_numbers(const nlohmann::json& j, const char* key,
+                                 const std::string& what) {
+    return read_array(j, key, what, "numbers", as_number);
+}
+
+std::vector<std::string> json_strings(const nlohmann::json& j, const char* key,
+                                      const std::string& what) {
+    return read_array(j, key, what, "strings", as_string);
 }
 
 const nlohmann::json::binary_t& json_binary(const nlohmann::json& j, const char* key,
@@ -89,14 +173,12 @@ shape shape_from_json(const nlohmann::json& j, const std::string& what) {
                 shape_from_json(e, what + ".tuple[" + std::to_string(elements.size()) + "]"));
         return shape(std::move(elements));
     }
-    const std::string type = json_string(j, "type", what);
-    const auto t = parse_dtype(type);
-    CONFLUX_USER_CHECK(t.has_value(), what, ".type: unknown element type '", type, "'");
-    dims lens = dims_from_json(j, "lens", what);
-    dims strides = dims_from_json(j, "strides", what);
+    const dtype t = json_dtype(j, "type", what);
+    dims lens = json_sizes(j, "lens", what);
+    dims strides = json_sizes(j, "strides", what);
     CONFLUX_USER_CHECK(lens.size() == strides.size(), what, ": ", lens.size(), " lens but ",
                        strides.size(), " strides");
-    return {*t, std::move(lens), std::move(strides)};
+    return {t, std::move(lens), std::move(strides)};
 }
 
 nlohmann::json blob_list::add(const void* data, std::size_t bytes) {

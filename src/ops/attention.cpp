@@ -1,5 +1,7 @@
 #include "conflux/ops/attention.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "conflux/ops/views.hpp"
 #include "conflux/util/errors.hpp"
 
@@ -12,6 +14,13 @@ nlohmann::json attention::attributes() const {
     nlohmann::json a{{"scale", scale}, {"zero_nan_rows", zero_nan_rows}};
     if (!out_perm.empty()) a["out_perm"] = out_perm;
     return a;
+}
+
+attention attention::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.scale = r.real("scale"),
+            .zero_nan_rows = r.flag("zero_nan_rows"),
+            .out_perm = r.has("out_perm") ? r.integers("out_perm") : std::vector<std::int64_t>{}};
 }
 
 shape attention::compute_shape(const std::vector<shape>& in) const {

@@ -1,5 +1,7 @@
 #include "conflux/ops/convolution.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "channels_last.hpp"
 #include "conflux/util/checked_size.hpp"
 #include "conflux/util/parallel_for.hpp"
@@ -78,6 +80,15 @@ nlohmann::json convolution::attributes() const {
     // Printed only when set, so the text of every NCHW program stays as it was.
     if (channels_last) j["channels_last"] = true;
     return j;
+}
+
+convolution convolution::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.padding = r.sizes("padding"),
+            .stride = r.sizes("stride"),
+            .dilation = r.sizes("dilation"),
+            .group = r.size("group"),
+            .channels_last = r.flag_or("channels_last", false)};
 }
 
 shape convolution::compute_shape(const std::vector<shape>& in) const {

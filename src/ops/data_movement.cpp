@@ -3,6 +3,8 @@
 // the result is bit-exact for every dtype, NaN payloads included.
 #include "conflux/ops/data_movement.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -38,6 +40,10 @@ std::string_view pad_mode_name(pad_mode m) {
 }
 
 // ---- concat ----
+
+concat concat::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integer("axis")};
+}
 
 shape concat::compute_shape(const std::vector<shape>& in) const {
     CONFLUX_USER_CHECK(!in.empty(), name(), ": expects at least 1 input, got 0");
@@ -88,6 +94,13 @@ argument concat::eval(const shape& out, const std::vector<argument>& in) const {
 
 nlohmann::json pad::attributes() const {
     return {{"pads", pads}, {"value", value}, {"mode", pad_mode_name(mode)}};
+}
+
+pad pad::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.pads = r.integers("pads"),
+            .value = r.real("value"),
+            .mode = r.choice("mode", all_pad_modes, pad_mode_name)};
 }
 
 shape pad::compute_shape(const std::vector<shape>& in) const {
@@ -184,6 +197,10 @@ argument pad::eval(const shape& out, const std::vector<argument>& in) const {
 
 // ---- gather ----
 
+gather gather::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integer("axis")};
+}
+
 shape gather::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 2);
     const shape& data = in[0];
@@ -220,6 +237,10 @@ argument gather::eval(const shape& out, const std::vector<argument>& in) const {
 }
 
 // ---- gather_elements ----
+
+gather_elements gather_elements::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integer("axis")};
+}
 
 shape gather_elements::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 2);
@@ -269,6 +290,11 @@ argument gather_elements::eval(const shape& out, const std::vector<argument>& in
 
 // ---- trilu ----
 
+trilu trilu::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.upper = r.flag("upper"), .k = r.integer("k")};
+}
+
 shape trilu::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 1);
     const shape& x = in[0];
@@ -305,6 +331,10 @@ argument trilu::eval(const shape& out, const std::vector<argument>& in) const {
 }
 
 // ---- gather_nd ----
+
+gather_nd gather_nd::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integer("batch_dims")};
+}
 
 shape gather_nd::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 2);

@@ -1,5 +1,7 @@
 #include "conflux/ops/elementwise.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "conflux/util/parallel_for.hpp"
 #include "ops/op_helpers.hpp"
 #include "ops/strided_loop.hpp"
@@ -100,6 +102,14 @@ nlohmann::json elementwise::attributes() const {
     if (kind == elementwise_kind::convert || target != dtype::f32)
         j["target"] = std::string(to_string(target));
     return j;
+}
+
+elementwise elementwise::from_attributes(elementwise_kind kind, const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.kind = kind,
+            .alpha = r.real_or("alpha", 0),
+            .beta = r.real_or("beta", 0),
+            .target = r.has("target") ? r.type("target") : dtype::f32};
 }
 
 shape elementwise_output_shape(const shape& first, dtype out_type) {

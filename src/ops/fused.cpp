@@ -2,22 +2,24 @@
 
 namespace conflux::op {
 
+// The checks are user checks, as every op's input checks are: a fused op read from a file (a
+// saved program) may name any module.
 shape submodule_result_shape(const std::string& op, const std::vector<shape>& in,
                              const std::vector<const module*>& m) {
-    CONFLUX_ASSERT(m.size() == 1, op, " takes exactly one submodule");
+    CONFLUX_USER_CHECK(m.size() == 1, op, " takes exactly one submodule");
     const module& sub = *m.front();
     auto params = sub.parameters();
-    CONFLUX_ASSERT(params.size() == in.size(), op, ": submodule ", sub.name(), " takes ",
-                   params.size(), " inputs, given ", in.size());
+    CONFLUX_USER_CHECK(params.size() == in.size(), op, ": submodule ", sub.name(), " takes ",
+                       params.size(), " inputs, given ", in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
         const auto& want = params[i]->get_shape();
-        CONFLUX_ASSERT(want.lens() == in[i].lens() && want.type() == in[i].type(), op, ": input ",
-                       i, " is ", to_string(in[i]), " but submodule ", sub.name(), " expects ",
-                       to_string(want));
+        CONFLUX_USER_CHECK(want.lens() == in[i].lens() && want.type() == in[i].type(), op,
+                           ": input ", i, " is ", to_string(in[i]), " but submodule ", sub.name(),
+                           " expects ", to_string(want));
     }
     auto* ret = sub.get_return();
-    CONFLUX_ASSERT(ret != nullptr && !ret->inputs().empty(), op, ": submodule ", sub.name(),
-                   " returns nothing");
+    CONFLUX_USER_CHECK(ret != nullptr && !ret->inputs().empty(), op, ": submodule ", sub.name(),
+                       " returns nothing");
     if (ret->inputs().size() == 1) return ret->inputs().front()->get_shape();
     std::vector<shape> shapes;
     for (auto* r : ret->inputs())
@@ -39,7 +41,7 @@ argument run_submodule(const std::vector<argument>& in, const std::vector<const 
 shape pointwise::compute_shape(const std::vector<shape>& in,
                                const std::vector<const module*>& m) const {
     auto s = submodule_result_shape("pointwise", in, m);
-    CONFLUX_ASSERT(!s.is_tuple(), "pointwise: submodule must return one value");
+    CONFLUX_USER_CHECK(!s.is_tuple(), "pointwise: submodule must return one value");
     return s;
 }
 

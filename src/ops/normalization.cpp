@@ -1,5 +1,7 @@
 #include "conflux/ops/normalization.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "conflux/util/parallel_for.hpp"
 
 #include <algorithm>
@@ -31,6 +33,10 @@ std::size_t grain_for(std::size_t per_item) {
 }
 
 } // namespace
+
+batch_norm batch_norm::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).real("epsilon")};
+}
 
 shape batch_norm::compute_shape(const std::vector<shape>& in) const {
     const std::string op = name();
@@ -97,6 +103,13 @@ std::size_t normalised_axis(std::int64_t axis, std::size_t rank) {
 }
 
 } // namespace
+
+layer_norm layer_norm::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.axis = r.integer("axis"),
+            .epsilon = r.real("epsilon"),
+            .centered = r.flag_or("centered", true)};
+}
 
 shape layer_norm::compute_shape(const std::vector<shape>& in) const {
     const std::string op = name();

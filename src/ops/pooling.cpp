@@ -1,5 +1,7 @@
 #include "conflux/ops/pooling.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "channels_last.hpp"
 #include "conflux/util/checked_size.hpp"
 #include "conflux/util/parallel_for.hpp"
@@ -100,6 +102,18 @@ nlohmann::json pooling::attributes() const {
     // Printed only when set, so the text of every NCHW program stays as it was.
     if (channels_last) j["channels_last"] = true;
     return j;
+}
+
+pooling pooling::from_attributes(pooling_mode mode, const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.mode = mode,
+            .lengths = r.sizes("lengths"),
+            .stride = r.sizes("stride"),
+            .padding = r.sizes("padding"),
+            .dilation = r.sizes("dilation"),
+            .ceil_mode = r.flag("ceil_mode"),
+            .count_include_pad = r.flag("count_include_pad"),
+            .channels_last = r.flag_or("channels_last", false)};
 }
 
 shape pooling::compute_shape(const std::vector<shape>& in) const {

@@ -1,5 +1,7 @@
 #include "conflux/ops/reduce.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -254,6 +256,14 @@ nlohmann::json reduce::attributes() const {
     return {{"axes", axes}, {"keepdims", keepdims}, {"noop_with_empty_axes", noop_with_empty_axes}};
 }
 
+reduce reduce::from_attributes(reduce_kind kind, const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.kind = kind,
+            .axes = r.integers("axes"),
+            .keepdims = r.flag("keepdims"),
+            .noop_with_empty_axes = r.flag("noop_with_empty_axes")};
+}
+
 shape reduce::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 1);
     const shape& s = in[0];
@@ -297,6 +307,10 @@ argument reduce::eval(const shape& out, const std::vector<argument>& in) const {
 }
 
 // ---- softmax ----
+
+softmax softmax::from_attributes(bool log, const nlohmann::json& a) {
+    return {.axis = attribute_reader(a).integer("axis"), .log = log};
+}
 
 shape softmax::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 1);
@@ -359,6 +373,14 @@ argument softmax::eval(const shape& out, const std::vector<argument>& in) const 
 
 nlohmann::json arg_reduce::attributes() const {
     return {{"axis", axis}, {"keepdims", keepdims}, {"select_last_index", select_last_index}};
+}
+
+arg_reduce arg_reduce::from_attributes(bool max, const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.max = max,
+            .axis = r.integer("axis"),
+            .keepdims = r.flag("keepdims"),
+            .select_last_index = r.flag("select_last_index")};
 }
 
 shape arg_reduce::compute_shape(const std::vector<shape>& in) const {

@@ -7,6 +7,8 @@
 // of a length-1 output to 0 (the reference implementation uses -0.5; only cubic tells them apart).
 #include "conflux/ops/resize.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "conflux/util/checked_size.hpp"
 #include "op_helpers.hpp"
 
@@ -92,6 +94,21 @@ nlohmann::json resize::attributes() const {
             {"scales", scales},
             {"roi", roi},
             {"out_lens", out_lens}};
+}
+
+resize resize::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.mode = r.choice("mode", all_resize_modes, resize_mode_name),
+            .coordinates = r.choice("coordinate_transformation_mode", all_resize_coordinates,
+                                    resize_coordinates_name),
+            .nearest = r.choice("nearest_mode", all_resize_nearest, resize_nearest_name),
+            .cubic_coeff_a = r.real("cubic_coeff_a"),
+            .exclude_outside = r.flag("exclude_outside"),
+            .antialias = r.flag("antialias"),
+            .extrapolation_value = r.real("extrapolation_value"),
+            .scales = r.reals("scales"),
+            .roi = r.reals("roi"),
+            .out_lens = r.sizes("out_lens")};
 }
 
 shape resize::compute_shape(const std::vector<shape>& in) const {

@@ -1,5 +1,7 @@
 #include "conflux/ops/round_mantissa.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +18,10 @@ float round_to_mantissa(float x, std::size_t bits) {
     u += std::uint32_t{1} << (drop - 1);
     u &= ~((std::uint32_t{1} << drop) - 1);
     return std::bit_cast<float>(u);
+}
+
+round_mantissa round_mantissa::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).size("bits")};
 }
 
 shape round_mantissa::compute_shape(const std::vector<shape>& in) const {

@@ -1,9 +1,17 @@
 #include "conflux/ops/scan.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "op_helpers.hpp"
 #include "wrapping_arithmetic.hpp"
 
 namespace conflux::op {
+
+cumsum cumsum::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {
+        .axis = r.integer("axis"), .exclusive = r.flag("exclusive"), .reverse = r.flag("reverse")};
+}
 
 shape cumsum::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 1);

@@ -4,6 +4,8 @@
 // that every dtype gives what the ONNX reference implementation gives.
 #include "conflux/ops/scatter.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -83,13 +85,17 @@ std::string_view scatter_reduction_name(scatter_reduction r) {
 }
 
 std::optional<scatter_reduction> parse_scatter_reduction(std::string_view name) {
-    for (auto r : {scatter_reduction::none, scatter_reduction::add, scatter_reduction::mul,
-                   scatter_reduction::max, scatter_reduction::min})
+    for (auto r : all_scatter_reductions)
         if (scatter_reduction_name(r) == name) return r;
     return std::nullopt;
 }
 
 // ---- scatter_nd ----
+
+scatter_nd scatter_nd::from_attributes(const nlohmann::json& a) {
+    return {
+        attribute_reader(a).choice("reduction", all_scatter_reductions, scatter_reduction_name)};
+}
 
 shape scatter_nd::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 3);
@@ -137,6 +143,12 @@ argument scatter_nd::eval(const shape& out, const std::vector<argument>& in) con
 }
 
 // ---- scatter_elements ----
+
+scatter_elements scatter_elements::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.axis = r.integer("axis"),
+            .reduction = r.choice("reduction", all_scatter_reductions, scatter_reduction_name)};
+}
 
 shape scatter_elements::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 3);

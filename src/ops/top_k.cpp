@@ -1,5 +1,7 @@
 #include "conflux/ops/top_k.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include <algorithm>
 #include <numeric>
 
@@ -22,6 +24,11 @@ template <class C> bool ranks_before(C a, std::size_t ia, C b, std::size_t ib, b
 }
 
 } // namespace
+
+top_k top_k::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.axis = r.integer("axis"), .k = r.size("k"), .largest = r.flag("largest")};
+}
 
 shape top_k::compute_shape(const std::vector<shape>& in) const {
     check_input_count(name(), in, 1);

@@ -1,5 +1,7 @@
 #include "conflux/ops/views.hpp"
 
+#include "ops/attribute_reader.hpp"
+
 #include "conflux/util/checked_size.hpp"
 #include "ops/strided_loop.hpp"
 
@@ -148,6 +150,10 @@ std::optional<shape> reshape_as_view(const shape& in, const dims& lens) {
 // ---------------------------------------------------------------------------------------------
 // reshape
 
+reshape reshape::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).sizes("dims")};
+}
+
 shape reshape::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
     const std::size_t n = checked_elements(lens, "reshape: target");
@@ -182,6 +188,10 @@ reshape flatten_as_reshape(std::int64_t axis, const shape& s) {
 }
 } // namespace
 
+flatten flatten::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integer("axis")};
+}
+
 shape flatten::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
     return flatten_as_reshape(axis, s).compute_shape(in);
@@ -211,6 +221,10 @@ bool is_permutation_of(const std::vector<std::int64_t>& perm, std::size_t rank) 
     return true;
 }
 
+transpose transpose::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integers("permutation")};
+}
+
 shape transpose::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
     const std::size_t r = s.rank();
@@ -236,6 +250,10 @@ argument transpose::eval(const shape&, const std::vector<argument>& in) const {
 
 // ---------------------------------------------------------------------------------------------
 // squeeze
+
+squeeze squeeze::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integers("axes")};
+}
 
 shape squeeze::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
@@ -268,6 +286,10 @@ argument squeeze::eval(const shape&, const std::vector<argument>& in) const {
 // ---------------------------------------------------------------------------------------------
 // unsqueeze
 
+unsqueeze unsqueeze::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).integers("axes")};
+}
+
 shape unsqueeze::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
     const std::size_t out_rank = s.rank() + axes.size();
@@ -297,6 +319,10 @@ argument unsqueeze::eval(const shape&, const std::vector<argument>& in) const {
 
 // ---------------------------------------------------------------------------------------------
 // broadcast
+
+broadcast broadcast::from_attributes(const nlohmann::json& a) {
+    return {attribute_reader(a).sizes("out_lens")};
+}
 
 shape broadcast::compute_shape(const std::vector<shape>& in) const {
     const shape& s = single_input(name(), in);
@@ -452,6 +478,14 @@ argument slice_copy(const argument& a, const std::vector<slice_axis>& plan) {
 
 nlohmann::json slice::attributes() const {
     return {{"axes", axes}, {"starts", starts}, {"ends", ends}, {"steps", steps}};
+}
+
+slice slice::from_attributes(const nlohmann::json& a) {
+    const attribute_reader r(a);
+    return {.axes = r.integers("axes"),
+            .starts = r.integers("starts"),
+            .ends = r.integers("ends"),
+            .steps = r.integers("steps")};
 }
 
 op_traits slice::traits() const {

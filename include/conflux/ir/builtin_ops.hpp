@@ -44,6 +44,7 @@ struct return_op {
 struct get_tuple_elem {
     std::size_t index = 0;
     std::string name() const { return "get_tuple_elem"; }
+    static get_tuple_elem from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"index", index}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape&, const std::vector<argument>& in) const;

@@ -5,6 +5,11 @@
 // An op struct provides:
 //   std::string name() const;
 //   nlohmann::json attributes() const;                       (optional, default {})
+//   static Op from_attributes(const nlohmann::json&);        (with attributes(): the op they
+//                                                            describe, for saved programs; an
+//                                                            op whose name holds a field, as
+//                                                            elementwise's kind, takes it
+//                                                            first; conflux/ops/op_registry.hpp)
 //   shape compute_shape(const std::vector<shape>&) const;    (or the form taking submodules)
 //   argument eval(const shape& out, const std::vector<argument>& in) const;
 //                                                            (or the form taking eval_context)

@@ -53,7 +53,19 @@ const nlohmann::json& json_field(const nlohmann::json& j, const char* key, const
 std::string json_string(const nlohmann::json& j, const char* key, const std::string& what);
 std::size_t json_size(const nlohmann::json& j, const char* key, const std::string& what);
 bool json_bool(const nlohmann::json& j, const char* key, const std::string& what);
+std::int64_t json_int(const nlohmann::json& j, const char* key, const std::string& what);
+// A number (an integer too: a value written by hand as 1 rather than 1.0) that an f32 holds:
+// non-finite values pass, finite ones beyond f32's range do not.
+float json_float(const nlohmann::json& j, const char* key, const std::string& what);
+dtype json_dtype(const nlohmann::json& j, const char* key, const std::string& what);
 const nlohmann::json& json_array(const nlohmann::json& j, const char* key, const std::string& what);
+// Arrays whose every element is read as the scalar reads above read one.
+dims json_sizes(const nlohmann::json& j, const char* key, const std::string& what);
+std::vector<std::int64_t> json_ints(const nlohmann::json& j, const char* key,
+                                    const std::string& what);
+std::vector<double> json_numbers(const nlohmann::json& j, const char* key, const std::string& what);
+std::vector<std::string> json_strings(const nlohmann::json& j, const char* key,
+                                      const std::string& what);
 const nlohmann::json::binary_t& json_binary(const nlohmann::json& j, const char* key,
                                             const std::string& what);
 

@@ -26,6 +26,7 @@ struct attention {
     bool zero_nan_rows = false;
     std::vector<std::int64_t> out_perm;
     std::string name() const { return "attention"; }
+    static attention from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const;
     op_traits traits() const { return {.accumulates_in_f32 = true}; }
     shape compute_shape(const std::vector<shape>& in) const;

@@ -19,6 +19,7 @@ struct convolution {
     bool channels_last = false;
 
     std::string name() const { return "convolution"; }
+    static convolution from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const;
     op_traits traits() const { return {.anchor = true}; }
     shape compute_shape(const std::vector<shape>& in) const;

@@ -11,6 +11,7 @@ namespace conflux::op {
 struct concat {
     std::int64_t axis = 0; // non-negative
     std::string name() const { return "concat"; }
+    static concat from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axis", axis}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
@@ -18,6 +19,7 @@ struct concat {
 };
 
 enum class pad_mode { constant, reflect, edge };
+inline constexpr pad_mode all_pad_modes[] = {pad_mode::constant, pad_mode::reflect, pad_mode::edge};
 
 // "constant", "reflect", "edge" (the ONNX spellings).
 std::string_view pad_mode_name(pad_mode m);
@@ -30,6 +32,7 @@ struct pad {
     float value = 0;
     pad_mode mode = pad_mode::constant;
     std::string name() const { return "pad"; }
+    static pad from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
@@ -41,6 +44,7 @@ struct pad {
 struct gather {
     std::int64_t axis = 0; // non-negative
     std::string name() const { return "gather"; }
+    static gather from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axis", axis}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
@@ -51,6 +55,7 @@ struct gather {
 struct gather_elements {
     std::int64_t axis = 0; // non-negative
     std::string name() const { return "gather_elements"; }
+    static gather_elements from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axis", axis}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
@@ -64,6 +69,7 @@ struct trilu {
     bool upper = true;
     std::int64_t k = 0;
     std::string name() const { return "trilu"; }
+    static trilu from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"upper", upper}, {"k", k}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
@@ -78,6 +84,7 @@ struct trilu {
 struct gather_nd {
     std::int64_t batch_dims = 0; // non-negative
     std::string name() const { return "gather_nd"; }
+    static gather_nd from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"batch_dims", batch_dims}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;

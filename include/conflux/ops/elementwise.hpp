@@ -78,6 +78,13 @@ enum class elementwise_kind {
 #undef CONFLUX_ENUM
 };
 
+// Every kind, in the table's order: each is an op of its own name.
+inline constexpr elementwise_kind all_elementwise_kinds[] = {
+#define CONFLUX_KIND(k, n, a) elementwise_kind::k,
+    CONFLUX_ELEMENTWISE_KINDS(CONFLUX_KIND)
+#undef CONFLUX_KIND
+};
+
 std::string_view to_string(elementwise_kind k);
 std::optional<elementwise_kind> parse_elementwise_kind(std::string_view name);
 std::size_t arity(elementwise_kind k);
@@ -91,6 +98,7 @@ struct elementwise {
     dtype target = dtype::f32; // convert only
 
     std::string name() const { return std::string(to_string(kind)); }
+    static elementwise from_attributes(elementwise_kind kind, const nlohmann::json& a);
     nlohmann::json attributes() const;
     op_traits traits() const { return {.pointwise = true}; }
     shape compute_shape(const std::vector<shape>& in) const;

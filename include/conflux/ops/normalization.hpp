@@ -11,6 +11,7 @@ namespace conflux::op {
 struct batch_norm {
     float epsilon = 1e-5f;
     std::string name() const { return "batch_normalization"; }
+    static batch_norm from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"epsilon", epsilon}}; }
     op_traits traits() const { return {.accumulates_in_f32 = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
@@ -30,6 +31,7 @@ struct layer_norm {
     float epsilon = 1e-5f;
     bool centered = true;
     std::string name() const { return "layer_normalization"; }
+    static layer_norm from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const {
         nlohmann::json a{{"axis", axis}, {"epsilon", epsilon}};
         if (!centered) a["centered"] = false;

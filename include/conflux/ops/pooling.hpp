@@ -25,6 +25,7 @@ struct pooling {
     bool channels_last = false;
 
     std::string name() const { return mode == pooling_mode::max ? "max_pool" : "average_pool"; }
+    static pooling from_attributes(pooling_mode mode, const nlohmann::json& a);
     nlohmann::json attributes() const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;

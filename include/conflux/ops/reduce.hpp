@@ -9,6 +9,11 @@
 namespace conflux::op {
 
 enum class reduce_kind { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_square };
+// Every kind, in the enum's order: each is an op of its own name.
+inline constexpr reduce_kind all_reduce_kinds[] = {
+    reduce_kind::sum,         reduce_kind::mean,      reduce_kind::max, reduce_kind::min,
+    reduce_kind::prod,        reduce_kind::l1,        reduce_kind::l2,  reduce_kind::log_sum,
+    reduce_kind::log_sum_exp, reduce_kind::sum_square};
 
 // "sum", "mean", ..., "log_sum_exp", "sum_square"; reduce::name() is "reduce_" + this. (Not
 // called to_string: that would hide conflux::to_string inside conflux::op.)
@@ -22,6 +27,7 @@ struct reduce {
     bool keepdims = true;
     bool noop_with_empty_axes = false;
     std::string name() const;
+    static reduce from_attributes(reduce_kind kind, const nlohmann::json& a);
     nlohmann::json attributes() const;
     // max and min of an empty set give their storage type's lowest / highest value, so they
     // keep reading f32 copies under reduced precision; the others compute the same in f32
@@ -41,6 +47,7 @@ struct softmax {
     std::int64_t axis = -1; // non-negative
     bool log = false;
     std::string name() const { return log ? "log_softmax" : "softmax"; }
+    static softmax from_attributes(bool log, const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axis", axis}}; }
     op_traits traits() const { return {.accumulates_in_f32 = true, .reads_16bit_input = true}; }
     shape compute_shape(const std::vector<shape>& in) const;
@@ -55,6 +62,7 @@ struct arg_reduce {
     bool keepdims = true;
     bool select_last_index = false;
     std::string name() const { return max ? "argmax" : "argmin"; }
+    static arg_reduce from_attributes(bool max, const nlohmann::json& a);
     nlohmann::json attributes() const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;

@@ -28,6 +28,18 @@ enum class resize_coordinates {
 
 enum class resize_nearest { round_prefer_floor, round_prefer_ceil, floor, ceil };
 
+// Every value of each, for reading them back by name.
+inline constexpr resize_mode all_resize_modes[] = {resize_mode::nearest, resize_mode::linear,
+                                                   resize_mode::cubic};
+inline constexpr resize_coordinates all_resize_coordinates[] = {
+    resize_coordinates::half_pixel,         resize_coordinates::half_pixel_symmetric,
+    resize_coordinates::pytorch_half_pixel, resize_coordinates::align_corners,
+    resize_coordinates::asymmetric,         resize_coordinates::tf_half_pixel_for_nn,
+    resize_coordinates::tf_crop_and_resize};
+inline constexpr resize_nearest all_resize_nearest[] = {
+    resize_nearest::round_prefer_floor, resize_nearest::round_prefer_ceil, resize_nearest::floor,
+    resize_nearest::ceil};
+
 // The ONNX spellings ("nearest", "half_pixel", "round_prefer_floor", ...).
 std::string_view resize_mode_name(resize_mode m);
 std::string_view resize_coordinates_name(resize_coordinates c);
@@ -59,6 +71,7 @@ struct resize {
     dims out_lens;
 
     std::string name() const { return "resize"; }
+    static resize from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const;
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;

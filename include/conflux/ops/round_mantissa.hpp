@@ -14,6 +14,7 @@ namespace conflux::op {
 struct round_mantissa {
     std::size_t bits = 10; // 0 to 23
     std::string name() const { return "round_mantissa"; }
+    static round_mantissa from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"bits", bits}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;

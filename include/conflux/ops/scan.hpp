@@ -15,6 +15,7 @@ struct cumsum {
     bool exclusive = false;
     bool reverse = false;
     std::string name() const { return "cumsum"; }
+    static cumsum from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const {
         return {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}};
     }

@@ -14,6 +14,9 @@ namespace conflux::op {
 
 // How an update combines with the value already at its place. max and min let a NaN win.
 enum class scatter_reduction { none, add, mul, max, min };
+inline constexpr scatter_reduction all_scatter_reductions[] = {
+    scatter_reduction::none, scatter_reduction::add, scatter_reduction::mul, scatter_reduction::max,
+    scatter_reduction::min};
 
 // "none", "add", "mul", "max", "min" (the ONNX spellings).
 std::string_view scatter_reduction_name(scatter_reduction r);
@@ -26,6 +29,7 @@ std::optional<scatter_reduction> parse_scatter_reduction(std::string_view name);
 struct scatter_nd {
     scatter_reduction reduction = scatter_reduction::none;
     std::string name() const { return "scatter_nd"; }
+    static scatter_nd from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"reduction", scatter_reduction_name(reduction)}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;
@@ -39,6 +43,7 @@ struct scatter_elements {
     std::int64_t axis = 0; // non-negative
     scatter_reduction reduction = scatter_reduction::none;
     std::string name() const { return "scatter_elements"; }
+    static scatter_elements from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const {
         return {{"axis", axis}, {"reduction", scatter_reduction_name(reduction)}};
     }

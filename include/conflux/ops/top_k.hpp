@@ -16,6 +16,7 @@ struct top_k {
     std::size_t k = 0;     // at most lens[axis]
     bool largest = true;
     std::string name() const { return "top_k"; }
+    static top_k from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axis", axis}, {"k", k}, {"largest", largest}}; }
     shape compute_shape(const std::vector<shape>& in) const;
     argument eval(const shape& out, const std::vector<argument>& in) const;

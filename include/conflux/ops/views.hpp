@@ -15,6 +15,7 @@ namespace conflux::op {
 struct reshape {
     dims lens;
     std::string name() const { return "reshape"; }
+    static reshape from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"dims", lens}}; }
     op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
     std::optional<std::size_t> view_offset(const shape& in) const;
@@ -30,6 +31,7 @@ bool is_permutation_of(const std::vector<std::int64_t>& perm, std::size_t rank);
 struct transpose {
     std::vector<std::int64_t> permutation;
     std::string name() const { return "transpose"; }
+    static transpose from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"permutation", permutation}}; }
     op_traits traits() const { return {.view = true, .layout_only = true}; }
     std::optional<std::size_t> view_offset(const shape&) const { return 0; }
@@ -42,6 +44,7 @@ struct transpose {
 struct squeeze {
     std::vector<std::int64_t> axes;
     std::string name() const { return "squeeze"; }
+    static squeeze from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axes", axes}}; }
     op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
     std::optional<std::size_t> view_offset(const shape&) const { return 0; }
@@ -54,6 +57,7 @@ struct squeeze {
 struct unsqueeze {
     std::vector<std::int64_t> axes;
     std::string name() const { return "unsqueeze"; }
+    static unsqueeze from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axes", axes}}; }
     op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
     std::optional<std::size_t> view_offset(const shape&) const { return 0; }
@@ -66,6 +70,7 @@ struct unsqueeze {
 struct flatten {
     std::int64_t axis = 1;
     std::string name() const { return "flatten"; }
+    static flatten from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"axis", axis}}; }
     op_traits traits() const { return {.view = true, .layout_only = true, .reshape_like = true}; }
     std::optional<std::size_t> view_offset(const shape& in) const;
@@ -78,6 +83,7 @@ struct flatten {
 struct broadcast {
     dims out_lens;
     std::string name() const { return "broadcast"; }
+    static broadcast from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const { return {{"out_lens", out_lens}}; }
     op_traits traits() const { return {.view = true, .replicates = true}; }
     std::optional<std::size_t> view_offset(const shape&) const { return 0; }
@@ -94,6 +100,7 @@ struct slice {
     std::vector<std::int64_t> ends;
     std::vector<std::int64_t> steps; // empty means all 1
     std::string name() const { return "slice"; }
+    static slice from_attributes(const nlohmann::json& a);
     nlohmann::json attributes() const;
     op_traits traits() const;
     std::optional<std::size_t> view_offset(const shape& in) const;
