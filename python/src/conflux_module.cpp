@@ -81,13 +81,15 @@ class py_program {
 public:
     std::string target; // "cuda" or "ref"
     std::optional<cuda::compiled_program> cuda;
-    std::shared_ptr<program> ref; // the reference target's program (as imported, or optimised)
+    std::shared_ptr<program> ref;   // the reference target's program (as imported, or optimised)
+    std::optional<dtype> precision; // what a cuda program was compiled in (fp16/bf16)
     std::vector<std::string> input_names, output_names;
     std::vector<shape> input_shapes, output_shapes;
 
-    static py_program of_cuda(cuda::compiled_program compiled) {
+    static py_program of_cuda(cuda::compiled_program compiled, std::optional<dtype> precision) {
         py_program p;
         p.target = "cuda";
+        p.precision = precision;
         p.input_names = compiled.parameter_names();
         p.input_shapes = compiled.parameter_shapes();
         p.output_names = compiled.output_names();
@@ -238,10 +240,10 @@ public:
     }
 
     void save(const std::filesystem::path& path, const std::string& model) const {
-        if (!cuda)
-            throw user_error("saving a program for the reference target is not supported yet; "
-                             "compile with target='cuda' (no GPU is needed to compile)");
-        save_program(path, *cuda, model);
+        if (cuda)
+            save_program(path, *cuda, model, precision);
+        else
+            save_program(path, *ref, model);
     }
 };
 
@@ -298,7 +300,7 @@ std::pair<std::string, py_program> compile_program(program p, const compile_requ
     cuda::compiled_program compiled = cuda::compile(std::move(p), options);
     for (const auto& w : warnings)
         note += (note.empty() ? "" : "; ") + w;
-    return {note, py_program::of_cuda(std::move(compiled))};
+    return {note, py_program::of_cuda(std::move(compiled), precision)};
 }
 
 onnx::import_options import_options_of(const compile_request& r) {
@@ -399,7 +401,8 @@ PYBIND11_MODULE(_conflux, m) {
             py::gil_scoped_release unlocked;
             saved = load_program(path);
         }
-        return py_program::of_cuda(std::move(*saved.cuda));
+        if (saved.cuda) return py_program::of_cuda(std::move(*saved.cuda), saved.precision);
+        return py_program::of_ref(std::move(*saved.reference));
     });
     m.def("available_devices", [] { return cuda::available_devices(); });
     m.attr("__version__") = CONFLUX_VERSION;

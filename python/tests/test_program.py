@@ -1,6 +1,7 @@
 """conflux.compile / Program.run / save / load on the reference target and compile-only for
 sm_90 (no GPU needed), checked against onnxruntime's outputs stored with the test models."""
 
+import os
 import subprocess
 import sys
 import warnings
@@ -160,10 +161,19 @@ def test_running_a_cuda_program_without_a_gpu_says_so(example):
         p.run({"x": np.zeros((1, 3, 16, 16), np.float32)})
 
 
-def test_saving_a_reference_program_is_refused_for_now(tmp_path, example):
-    with pytest.raises(conflux.UserError, match="reference target is not supported yet"):
-        conflux.compile(example, target="ref").save(tmp_path / "r.cfx")
-    assert not (tmp_path / "r.cfx").exists()
+def test_a_reference_program_saves_and_loads(tmp_path, example):
+    p = conflux.compile(example, target="ref")
+    p.save(tmp_path / "r.cfx")
+    q = conflux.load(tmp_path / "r.cfx")
+    assert q.target == "ref" and q.arch is None
+    x = {"x": np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    assert np.array_equal(q.run(x)["y"], p.run(x)["y"])
+    # The command line runs what Python saved.
+    tool = os.environ.get("CONFLUX_TOOL")
+    if tool:
+        r = subprocess.run([tool, "run", str(tmp_path / "r.cfx")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "target ref" in r.stdout
 
 
 def test_the_package_imports_without_a_gpu():

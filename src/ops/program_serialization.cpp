@@ -16,7 +16,8 @@ using json = nlohmann::json;
 constexpr std::size_t format_version = 1;
 
 json instruction_to_json(const instruction& ins,
-                         const std::map<const instruction*, std::size_t>& position) {
+                         const std::map<const instruction*, std::size_t>& position,
+                         blob_list* blobs) {
     const operation& o = ins.get_operator();
     json j{{"op", o.name()}};
     if (const auto* p = o.get_if<op::param>()) {
@@ -25,7 +26,7 @@ json instruction_to_json(const instruction& ins,
         return j;
     }
     if (const auto* l = o.get_if<op::literal>()) {
-        j["value"] = argument_to_json(l->value);
+        j["value"] = argument_to_json(l->value, blobs);
         return j;
     }
     json inputs = json::array();
@@ -92,6 +93,7 @@ struct module_reader {
     // The modules read so far: the only ones an instruction may use, which rules out cycles.
     const std::map<std::string, module*>& earlier_modules;
     std::vector<instruction_ref> built;
+    const blob_table* blobs = nullptr;
 
     std::vector<instruction_ref> inputs(const json& j, const std::string& where) const {
         std::vector<instruction_ref> refs;
@@ -124,7 +126,7 @@ struct module_reader {
         }
         if (name == "@literal")
             return m.add_literal(
-                argument_from_json(json_field(j, "value", where), where + ".value"));
+                argument_from_json(json_field(j, "value", where), where + ".value", blobs));
         auto values = inputs(j, where);
         if (name == "@return") {
             CONFLUX_USER_CHECK(last, where, ": the return must be the last instruction of module ",
@@ -156,13 +158,13 @@ struct module_reader {
 
 } // namespace
 
-json program_to_json(const program& p) {
+json program_to_json(const program& p, blob_list* blobs) {
     json modules = json::array();
     for (const module* m : dependency_order(p)) {
         std::map<const instruction*, std::size_t> position;
         json instructions = json::array();
         for (const auto& ins : *m) {
-            instructions.push_back(instruction_to_json(ins, position));
+            instructions.push_back(instruction_to_json(ins, position, blobs));
             position.emplace(&ins, position.size());
         }
         modules.push_back(json{{"name", m->name()}, {"instructions", std::move(instructions)}});
@@ -170,7 +172,7 @@ json program_to_json(const program& p) {
     return json{{"version", format_version}, {"modules", std::move(modules)}};
 }
 
-program program_from_json(const json& j) {
+program program_from_json(const json& j, const blob_table* blobs) {
     const std::size_t version = json_size(j, "version", "program");
     CONFLUX_USER_CHECK(version == format_version, "program: version ", version,
                        ", but this Conflux reads version ", format_version);
@@ -184,7 +186,7 @@ program program_from_json(const json& j) {
         CONFLUX_USER_CHECK(read_modules.count(name) == 0, where, ": a second module named '", name,
                            "'");
         module& m = name == "main" ? p.main() : p.create_module(name);
-        module_reader reader{m, read_modules, {}};
+        module_reader reader{m, read_modules, {}, blobs};
         reader.read_all(json_array(modules[i], "instructions", "module " + name));
         read_modules.emplace(name, &m);
     }

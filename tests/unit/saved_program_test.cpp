@@ -3,7 +3,11 @@
 // user_error naming the file and the reason. Running a loaded program is tests/gpu's and the GPU
 // suite's (scripts/gpu_suite.sh: outputs bit-identical to the compiling process).
 #include "conflux/cuda/saved_program.hpp"
+#include "conflux/ir/random_argument.hpp"
 #include "conflux/onnx/import.hpp"
+#include "conflux/passes/pass_manager.hpp"
+#include "conflux/passes/pipeline.hpp"
+#include "conflux/ref/evaluate.hpp"
 
 #include "test_files.hpp"
 
@@ -11,6 +15,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +52,16 @@ protected:
     static std::string load_error(const fs::path& path) {
         try {
             (void)load_program(path);
+        } catch (const user_error& e) {
+            return e.what();
+        }
+        ADD_FAILURE() << path << " loaded";
+        return {};
+    }
+
+    static std::string load_error_with_reference(const fs::path& path) {
+        try {
+            (void)load_program(path, true);
         } catch (const user_error& e) {
             return e.what();
         }
@@ -187,6 +202,8 @@ TEST_F(saved_program_file, content_that_is_not_a_program_is_a_user_error_naming_
     write_program_file(p, {{"conflux", "0.1.0"}}, {});
     expect_contains(load_error(p), "'target' is missing");
     write_program_file(p, {{"target", "cuda"}}, {});
+    expect_contains(load_error(p), "header: the field 'precision' is missing");
+    write_program_file(p, {{"target", "cuda"}, {"precision", "f16"}}, {});
     expect_contains(load_error(p), "no 'stats' section");
 
     // A model with temporaries in the arena.
@@ -233,4 +250,46 @@ TEST_F(saved_program_file, a_failed_save_leaves_the_old_file) {
     EXPECT_THROW(save_program(blocked, compile_model("examples/conv_block.onnx"), "m"), user_error);
     EXPECT_EQ(slurp(file), "precious");
     EXPECT_FALSE(fs::exists(blocked));
+}
+
+TEST_F(saved_program_file, a_reference_program_and_a_stored_model_load_as_saved) {
+    const std::string model =
+        std::string(CONFLUX_SOURCE_DIR) + "/tests/models/data/grouped_query_attention/model.onnx";
+    program optimised = onnx::import_model(model);
+    run_passes(optimised.main(), target_independent_passes(dtype::f16, fuse_attention{}));
+    const fs::path ref_file = dir_ / "ref.cfx";
+    save_program(ref_file, optimised, "gqa.onnx");
+    saved_program ref = load_program(ref_file);
+    EXPECT_EQ(ref.target, "ref");
+    EXPECT_FALSE(ref.cuda.has_value());
+    ASSERT_TRUE(ref.reference.has_value());
+    EXPECT_EQ(ref.reference->to_string(), optimised.to_string());
+    // Weights as blobs: the loaded literals are the saved bytes.
+    std::mt19937_64 rng(1);
+    ref::parameter_map params;
+    for (instruction_ref p : optimised.main().parameters())
+        params.emplace(p->get_operator().get_if<op::param>()->name_,
+                       random_argument(p->get_shape(), rng));
+    const auto a = ref::evaluate(optimised, params);
+    const auto b = ref::evaluate(*ref.reference, params);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+        EXPECT_TRUE(a[i].same_values(b[i]));
+
+    // A cuda program with the model as imported beside it, for verify.
+    const program imported = onnx::import_model(model);
+    const fs::path cuda_file = dir_ / "cuda.cfx";
+    save_program(
+        cuda_file,
+        compile_model("tests/models/data/grouped_query_attention/model.onnx", "sm_90", dtype::f16),
+        "gqa.onnx", dtype::f16, &imported);
+    const saved_program without = load_program(cuda_file);
+    EXPECT_FALSE(without.reference.has_value());
+    EXPECT_EQ(without.precision, dtype::f16);
+    const saved_program with = load_program(cuda_file, true);
+    ASSERT_TRUE(with.reference.has_value());
+    EXPECT_EQ(with.reference->to_string(), imported.to_string());
+    const fs::path bare = dir_ / "bare.cfx";
+    save_program(bare, *with.cuda, "gqa.onnx");
+    expect_contains(load_error_with_reference(bare), "saved without the model");
 }

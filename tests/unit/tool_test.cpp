@@ -405,9 +405,45 @@ TEST_F(tool, compile_saves_a_program_that_run_and_perf_load) {
     EXPECT_NE(r.err.find("cut.cfx': truncated"), std::string::npos) << r.err;
 }
 
-TEST_F(tool, saving_a_reference_program_is_refused_for_now) {
-    auto r = run("compile --target ref " + example() + " -o '" + (dir_ / "x.cfx").string() + "'");
+TEST_F(tool, a_reference_program_saves_and_runs_as_the_optimised_model) {
+    const std::string cfx = (dir_ / "ref.cfx").string();
+    auto r = run("compile --target ref " + example() + " -o '" + cfx + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run("run '" + cfx + "' --output-dir '" + (dir_ / "saved").string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("target ref"), std::string::npos) << r.out;
+    r = run("run --target ref --optimize " + example() + " --output-dir '" +
+            (dir_ / "model").string() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(slurp(dir_ / "saved" / "y.npy"), slurp(dir_ / "model" / "y.npy"));
+    r = run("perf '" + cfx + "'");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("-o/--output"), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists(dir_ / "x.cfx"));
+    EXPECT_NE(r.err.find("holds a program for ref"), std::string::npos) << r.err;
+    r = run("compile --target ref " + example() + " --with-reference -o '" + cfx + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--with-reference"), std::string::npos) << r.err;
+}
+
+TEST_F(tool, verify_of_a_saved_program_needs_the_model_stored_with_it) {
+    const std::string bare = (dir_ / "bare.cfx").string();
+    const std::string with = (dir_ / "with.cfx").string();
+    ASSERT_EQ(run("compile --target cuda --no-kernel-cache " + example() + " -o '" + bare + "'")
+                  .exit_code,
+              0);
+    ASSERT_EQ(run("compile --target cuda --no-kernel-cache " + example() +
+                  " --with-reference -o '" + with + "'")
+                  .exit_code,
+              0);
+    auto r = run("verify '" + bare + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("saved without the model (compile with --with-reference"),
+              std::string::npos)
+        << r.err;
+    // The model is stored (bigger file); without a GPU verify then stops at running it.
+    EXPECT_GT(fs::file_size(with), fs::file_size(bare));
+    if (cuda::available_devices() == 0) {
+        r = run("verify '" + with + "'");
+        EXPECT_EQ(r.exit_code, 2);
+        EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+    }
 }

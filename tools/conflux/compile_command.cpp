@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace conflux::tool {
 
@@ -23,16 +24,24 @@ struct compile_options {
     std::string print_after;
     std::string dump_kernels;
     std::string output;
+    bool with_reference = false;
 };
+
+std::string model_name(const compile_options& options) {
+    return std::filesystem::path(options.model.model).filename().string();
+}
+
+void say_saved(const compile_options& options) {
+    std::cout << "saved the program to " << options.output << " ("
+              << format_byte_size(std::filesystem::file_size(options.output)) << ")\n";
+}
 
 int compile(const compile_options& options) {
     CONFLUX_USER_CHECK(!is_saved_program(options.model), "'", options.model.model,
                        "' is a compiled program (.cfx) already; compile takes an ONNX model");
     const std::string target = resolve_target(options.target, std::cerr);
-    CONFLUX_USER_CHECK(options.output.empty() || target == "cuda",
-                       "-o/--output: saving a "
-                       "program for the reference target is not supported yet; use --target "
-                       "cuda (no GPU is needed to compile)");
+    CONFLUX_USER_CHECK(!options.with_reference || (!options.output.empty() && target == "cuda"),
+                       "--with-reference: stores the model beside a cuda program saved with -o");
     // What the target runs.
     const cuda::compile_options cuda_options = to_cuda_options(options.target, std::cerr);
     auto passes = target == "cuda"
@@ -74,10 +83,11 @@ int compile(const compile_options& options) {
         std::cout << "compiled " << st.kernels << " kernels for " << st.arch << " in "
                   << st.compile_seconds << " s (" << st.cache_hits << " from the kernel cache)\n";
         if (!options.output.empty()) {
-            save_program(options.output, compiled,
-                         std::filesystem::path(options.model.model).filename().string());
-            std::cout << "saved the program to " << options.output << " ("
-                      << format_byte_size(std::filesystem::file_size(options.output)) << ")\n";
+            std::optional<program> reference;
+            if (options.with_reference) reference = load_model(options.model);
+            save_program(options.output, compiled, model_name(options), cuda_options.precision,
+                         reference ? &*reference : nullptr);
+            say_saved(options);
         }
         return 0;
     }
@@ -88,6 +98,10 @@ int compile(const compile_options& options) {
     CONFLUX_USER_CHECK(options.dump_kernels.empty(),
                        "--dump-kernels: the reference target has no kernels (use --target cuda)");
     if (options.print_after.empty()) std::cout << p.to_string();
+    if (!options.output.empty()) {
+        save_program(options.output, p, model_name(options));
+        say_saved(options);
+    }
     return 0;
 }
 
@@ -107,9 +121,13 @@ command add_compile_command(CLI::App& app) {
                     "(the entry names are those the program listing shows)")
         ->type_name("DIR");
     sub->add_option("-o,--output", options->output,
-                    "Save the compiled program to FILE (.cfx): `conflux run|perf FILE` then run "
-                    "it with no compile (no NVRTC, no tuning)")
+                    "Save the compiled program to FILE (.cfx): `conflux run|perf|verify FILE` "
+                    "then run it with no compile (no NVRTC, no tuning)")
         ->type_name("FILE");
+    sub->add_flag("--with-reference", options->with_reference,
+                  "With -o and the cuda target: store the model as imported too, so that "
+                  "`conflux verify FILE` can compare with the reference target (the file grows "
+                  "by the model's weights)");
     return {sub, [options] { return compile(*options); }};
 }
 

@@ -80,7 +80,8 @@ bool is_saved_program(const model_options& options) {
 }
 
 saved_program load_saved_program(const model_options& options, const target_options& target,
-                                 const CLI::App& command, std::ostream& notes) {
+                                 const CLI::App& command, std::ostream& notes,
+                                 bool with_reference) {
     for (const char* name :
          {"--input-dim", "--batch", "--arch", "--perf-config", "--attention-config", "--exact-fp32",
           "--tune", "--fp16", "--bf16", "--skip-pass", "--optimize", "--kernel-cache",
@@ -91,7 +92,7 @@ saved_program load_saved_program(const model_options& options, const target_opti
                            "a compile apply to `conflux compile MODEL.onnx -o FILE.cfx`");
     }
     const auto start = std::chrono::steady_clock::now();
-    saved_program saved = load_program(options.model);
+    saved_program saved = load_program(options.model, with_reference);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     CONFLUX_USER_CHECK(target.target == "auto" || target.target == saved.target, "--target ",
@@ -103,6 +104,8 @@ saved_program load_saved_program(const model_options& options, const target_opti
             notes << " program for " << saved.cuda->stats().arch << ", "
                   << saved.cuda->stats().kernels << " kernels, " << saved.cuda->stats().launches
                   << " launches";
+        else
+            notes << " program, " << saved.reference->main().size() << " instructions";
         notes << "; saved by conflux " << saved.header.value("conflux", std::string("?"))
               << " from " << printable(saved.header.value("model", std::string("?"))) << ") in "
               << std::fixed << std::setprecision(1) << ms << " ms\n"

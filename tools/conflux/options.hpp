@@ -65,9 +65,11 @@ bool is_saved_program(const model_options& options);
 // Loads the .cfx that MODEL names, after checking that `command` was given no option that shapes
 // a compile (--fp16, --tune, --batch, ...: the program was compiled already, so they would be
 // ignored without a word) and that --target, if given, is the file's. Unless `quiet`, says on
-// `notes` what was loaded and how long it took.
+// `notes` what was loaded and how long it took. `with_reference`: the model stored beside a cuda
+// program too (verify).
 saved_program load_saved_program(const model_options& options, const target_options& target,
-                                 const CLI::App& command, std::ostream& notes);
+                                 const CLI::App& command, std::ostream& notes,
+                                 bool with_reference = false);
 
 // "cuda" or "ref": auto is cuda when a GPU is usable, else ref (said on `notes`).
 std::string resolve_target(const target_options& options, std::ostream& notes);

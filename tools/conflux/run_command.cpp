@@ -92,12 +92,20 @@ int run(const run_options& options, const CLI::App& command) {
     if (is_saved_program(options.model)) {
         saved_program saved = load_saved_program(options.model, options.target, command, std::cerr);
         target = saved.target;
-        cuda::compiled_program& compiled = *saved.cuda;
-        auto params = bind_inputs(compiled.parameter_names(), compiled.parameter_shapes(), files,
-                                  options.input.seed, std::cerr);
-        names = compiled.output_names();
-        start = std::chrono::steady_clock::now();
-        results = compiled.run(params);
+        if (saved.cuda) {
+            cuda::compiled_program& compiled = *saved.cuda;
+            auto params = bind_inputs(compiled.parameter_names(), compiled.parameter_shapes(),
+                                      files, options.input.seed, std::cerr);
+            names = compiled.output_names();
+            start = std::chrono::steady_clock::now();
+            results = compiled.run(params);
+        } else {
+            const program& p = *saved.reference;
+            auto params = bind_inputs(p.main(), files, options.input.seed, std::cerr);
+            names = p.main().output_names();
+            start = std::chrono::steady_clock::now();
+            results = ref::evaluate(p, params);
+        }
         stop = std::chrono::steady_clock::now();
         print_results(options, names, results, start, stop, target);
         return 0;

@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace conflux::tool {
 
@@ -27,9 +29,10 @@ struct verify_options {
 
 // The reference run again with the precision that ran modelled: `modelled` rewrites a fresh
 // import of the model. Returns each output's relative RMS between the two.
-std::vector<double> spread(const verify_options& options, const ref::parameter_map& params,
-                           const std::vector<argument>& reference, const pass& modelled) {
-    program p = load_model(options.model);
+std::vector<double> spread(const std::function<program()>& fresh_model,
+                           const ref::parameter_map& params, const std::vector<argument>& reference,
+                           const pass& modelled) {
+    program p = fresh_model();
     run_passes(p.main(), {modelled});
     const auto values = ref::evaluate(p, params);
     std::vector<double> out;
@@ -44,12 +47,13 @@ std::vector<double> spread(const verify_options& options, const ref::parameter_m
 // model converted the same way; TF32 against the model with TF32-rounded operands; a model in
 // f16/bf16 against itself computed in f32. Zeros when none applies; a model the modelling
 // cannot take keeps the fixed tolerances, with a note saying why.
-std::vector<double> precision_noise(const verify_options& options, const ref::parameter_map& params,
+std::vector<double> precision_noise(const std::function<program()>& fresh_model,
+                                    std::optional<dtype> reduced, const ref::parameter_map& params,
                                     const std::vector<argument>& reference, bool tf32_ran) {
     std::vector<double> noise(reference.size(), 0.0);
     const auto widen = [&](const pass& modelled) {
         try {
-            const auto s = spread(options, params, reference, modelled);
+            const auto s = spread(fresh_model, params, reference, modelled);
             for (std::size_t i = 0; i < noise.size(); ++i)
                 noise[i] = std::max(noise[i], s[i]);
         } catch (const user_error& e) {
@@ -58,8 +62,8 @@ std::vector<double> precision_noise(const verify_options& options, const ref::pa
                       << "); fixed tolerances apply\n";
         }
     };
-    if (const std::optional<dtype> p = precision_of(options.target))
-        widen(reduced_precision{*p});
+    if (reduced)
+        widen(reduced_precision{*reduced});
     else if (tf32_ran)
         widen(emulate_tf32{});
     if (std::any_of(reference.begin(), reference.end(), [](const argument& a) {
@@ -70,20 +74,38 @@ std::vector<double> precision_noise(const verify_options& options, const ref::pa
     return noise;
 }
 
-int verify(const verify_options& options) {
+int verify(const verify_options& options, const CLI::App& command) {
     CONFLUX_USER_CHECK(options.target.target != "ref", "verify compares the cuda target with "
                                                        "the reference target; --target ref "
                                                        "has nothing to compare");
     auto files = parse_input_files(options.input.files);
-    program reference = load_model(options.model);
+    // A fresh copy of the model as imported (the reference, and the precision modelling of it),
+    // the compiled program, and the reduced precision it was compiled in.
+    std::function<program()> fresh_model;
+    std::optional<cuda::compiled_program> compiled;
+    std::optional<dtype> reduced;
+    if (is_saved_program(options.model)) {
+        saved_program saved =
+            load_saved_program(options.model, options.target, command, std::cerr, true);
+        CONFLUX_USER_CHECK(saved.cuda.has_value(),
+                           "verify compares the cuda target with the "
+                           "reference target; '",
+                           options.model.model, "' holds a program for ", saved.target);
+        compiled = std::move(*saved.cuda);
+        reduced = saved.precision;
+        const std::string path = options.model.model;
+        fresh_model = [path] { return std::move(*load_program(path, true).reference); };
+    } else {
+        fresh_model = [&options] { return load_model(options.model); };
+        reduced = precision_of(options.target);
+        compiled = cuda::compile(fresh_model(), to_cuda_options(options.target, std::cerr));
+        print_tuning_summary(options.target, *compiled, std::cerr);
+        print_compile_trace(options.target, *compiled, std::cout);
+    }
+    program reference = fresh_model();
     auto params = bind_inputs(reference.main(), files, options.input.seed, std::cerr);
     const auto names = reference.main().output_names();
-
-    cuda::compiled_program compiled =
-        cuda::compile(load_model(options.model), to_cuda_options(options.target, std::cerr));
-    print_tuning_summary(options.target, compiled, std::cerr);
-    print_compile_trace(options.target, compiled, std::cout);
-    const auto got = compiled.run(params, {.poison = true, .sync_each_step = true});
+    const auto got = compiled->run(params, {.poison = true, .sync_each_step = true});
     const auto want = ref::evaluate(reference, params);
     CONFLUX_ASSERT(got.size() == want.size(), "cuda gave ", got.size(), " outputs, ref ",
                    want.size());
@@ -93,12 +115,12 @@ int verify(const verify_options& options) {
     // keeps f32's tolerance), else its dtype's; and never tighter than twice what that
     // precision does to the output on the reference target (precision_noise).
     std::optional<computed_precision> precision;
-    if (const std::optional<dtype> p = precision_of(options.target))
-        precision = dtype_precision(*p);
-    else if (compiled.stats().tf32_anchors > 0)
+    if (reduced)
+        precision = dtype_precision(*reduced);
+    else if (compiled->stats().tf32_anchors > 0)
         precision = tf32_precision();
     const std::vector<double> noise =
-        precision_noise(options, params, want, compiled.stats().tf32_anchors > 0);
+        precision_noise(fresh_model, reduced, params, want, compiled->stats().tf32_anchors > 0);
     bool all = true;
     std::printf("%-24s %-20s %-9s %12s %12s %10s %10s  %s\n", "output", "shape", "precision",
                 "rel rms", "max |diff|", "noise", "tolerance", "result");
@@ -118,7 +140,7 @@ int verify(const verify_options& options) {
                     to_string(want[i].get_shape().as_standard()).c_str(), ran_in.c_str(),
                     c.relative_rms, c.max_abs_diff, c.noise, c.tolerance, verdict.c_str());
     }
-    const auto& st = compiled.stats();
+    const auto& st = compiled->stats();
     std::printf("%zu kernels, %zu launches, arena %zu bytes (temporaries total %zu)\n", st.kernels,
                 st.launches, st.arena_bytes, st.temporary_bytes);
     std::printf("%s\n", all ? "verify: all outputs pass" : "verify: FAILED");
@@ -134,7 +156,7 @@ command add_verify_command(CLI::App& app) {
     add_model_options(*sub, options->model);
     add_target_options(*sub, options->target);
     add_input_options(*sub, options->input);
-    return {sub, [options] { return verify(*options); }};
+    return {sub, [options, sub] { return verify(*options, *sub); }};
 }
 
 } // namespace conflux::tool

@@ -15,16 +15,19 @@
 #pragma once
 
 #include "conflux/ir/program.hpp"
+#include "conflux/ir/serialize.hpp"
 
 #include <nlohmann/json.hpp>
 
 namespace conflux {
 
-nlohmann::json program_to_json(const program& p);
+// Literals' bytes go to `blobs` when given (a .cfx's blob area), else inline as JSON binary.
+nlohmann::json program_to_json(const program& p, blob_list* blobs = nullptr);
 
 // The program `j` describes, rebuilt through the module API (so every shape is computed again
 // and checked) and validated. Anything wrong with `j` is a user_error naming where it is:
 // "module main, instruction 12 (convolution): attributes.stride: ...".
-program program_from_json(const nlohmann::json& j);
+// `blobs`: where literals stored as blob references are (required when there are any).
+program program_from_json(const nlohmann::json& j, const blob_table* blobs = nullptr);
 
 } // namespace conflux

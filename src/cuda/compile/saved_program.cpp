@@ -1,6 +1,7 @@
 #include "conflux/cuda/saved_program.hpp"
 
 #include "conflux/ir/serialize.hpp"
+#include "conflux/ops/program_serialization.hpp"
 #include "conflux/util/errors.hpp"
 #include "cuda/compile/compiled_program_impl.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
@@ -96,34 +97,79 @@ std::string utc_now() {
 
 } // namespace
 
-void save_program(const std::filesystem::path& path, const cuda::compiled_program& compiled,
-                  const std::string& model) {
-    const auto& d = cuda::saved_program_access::of(compiled);
-    json header = {
-        {"conflux", CONFLUX_VERSION},
-        {"target", "cuda"},
-        {"arch", d.stats.arch},
-        {"cuda_runtime", CUDART_VERSION},
-        {"nvrtc", cuda::nvrtc_version()},
-        {"model", model},
-        {"created", utc_now()},
-        {"inputs", tensors_to_json(d.lowered.parameter_names, d.lowered.parameter_shapes)},
-        {"outputs", tensors_to_json(d.lowered.output_names, d.lowered.output_shapes)}};
-    blob_list blobs;
-    json cuda = cuda::lowered_program_to_json(d.lowered, d.binaries, blobs);
-    write_program_file(path, std::move(header),
-                       {{"stats", stats_to_json(d.stats)}, {"cuda", std::move(cuda)}}, blobs);
+namespace {
+
+json program_tensors(const program& p, bool outputs) {
+    std::vector<std::string> names;
+    std::vector<shape> shapes;
+    if (!outputs) {
+        for (instruction_ref param : p.main().parameters()) {
+            names.push_back(param->get_operator().get_if<op::param>()->name_);
+            shapes.push_back(param->get_shape());
+        }
+    } else if (instruction_ref ret = p.main().get_return(); ret != nullptr) {
+        names = p.main().output_names();
+        for (instruction_ref v : ret->inputs())
+            shapes.push_back(v->get_shape());
+    }
+    return tensors_to_json(names, shapes);
 }
 
-saved_program load_program(const std::filesystem::path& path) {
+json common_header(const std::string& target, const std::string& model) {
+    return {
+        {"conflux", CONFLUX_VERSION}, {"target", target}, {"model", model}, {"created", utc_now()}};
+}
+
+} // namespace
+
+void save_program(const std::filesystem::path& path, const cuda::compiled_program& compiled,
+                  const std::string& model, std::optional<dtype> precision,
+                  const program* reference) {
+    const auto& d = cuda::saved_program_access::of(compiled);
+    json header = common_header("cuda", model);
+    header.update(
+        {{"arch", d.stats.arch},
+         {"cuda_runtime", CUDART_VERSION},
+         {"nvrtc", cuda::nvrtc_version()},
+         {"precision", precision ? std::string(to_string(*precision)) : "as the model"},
+         {"inputs", tensors_to_json(d.lowered.parameter_names, d.lowered.parameter_shapes)},
+         {"outputs", tensors_to_json(d.lowered.output_names, d.lowered.output_shapes)},
+         {"with_reference", reference != nullptr}});
+    blob_list blobs;
+    std::vector<std::pair<std::string, json>> sections;
+    sections.emplace_back("stats", stats_to_json(d.stats));
+    sections.emplace_back("cuda", cuda::lowered_program_to_json(d.lowered, d.binaries, blobs));
+    if (reference != nullptr) sections.emplace_back("program", program_to_json(*reference, &blobs));
+    write_program_file(path, std::move(header), sections, blobs);
+}
+
+void save_program(const std::filesystem::path& path, const program& p, const std::string& model) {
+    json header = common_header("ref", model);
+    header.update({{"inputs", program_tensors(p, false)}, {"outputs", program_tensors(p, true)}});
+    blob_list blobs;
+    json body = program_to_json(p, &blobs);
+    write_program_file(path, std::move(header), {{"program", std::move(body)}}, blobs);
+}
+
+saved_program load_program(const std::filesystem::path& path, bool with_reference) {
     const program_file file = program_file::open(path);
     saved_program out;
     out.header = file.header();
     const std::string what = "program file '" + path.string() + "'";
     try {
         out.target = json_string(out.header, "target", "header");
-        CONFLUX_USER_CHECK(out.target == "cuda", "header.target: '", out.target,
-                           "' is not a target this Conflux loads (cuda)");
+        CONFLUX_USER_CHECK(out.target == "cuda" || out.target == "ref", "header.target: '",
+                           out.target, "' is not a target this Conflux loads (cuda, ref)");
+        if (out.target == "ref") {
+            out.reference = program_from_json(file.section("program"), &file.blobs());
+            return out;
+        }
+        const std::string precision = json_string(out.header, "precision", "header");
+        if (precision != "as the model") {
+            out.precision = parse_dtype(precision);
+            CONFLUX_USER_CHECK(out.precision == dtype::f16 || out.precision == dtype::bf16,
+                               "header.precision: '", precision, "' is not f16 or bf16");
+        }
         auto d = std::make_unique<cuda::compiled_program::impl>();
         d->from_file = true;
         d->stats = stats_from_json(file.section("stats"));
@@ -133,6 +179,12 @@ saved_program load_program(const std::filesystem::path& path) {
                            "section 'stats': ", d->stats.kernels,
                            " kernels, but section 'cuda' has ", d->lowered.kernels.size());
         out.cuda = cuda::saved_program_access::make(std::move(d));
+        if (with_reference) {
+            CONFLUX_USER_CHECK(file.has_section("program"),
+                               "it was saved without the model (compile with --with-reference "
+                               "to verify a saved program)");
+            out.reference = program_from_json(file.section("program"), &file.blobs());
+        }
     } catch (const user_error& e) {
         // Errors of the content name the file as the container's own do.
         const std::string message = e.what();
