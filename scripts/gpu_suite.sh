@@ -24,7 +24,7 @@ pack() {
     # What the binaries were built from (the device's copy of the tree may carry a stale .git).
     echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include tools || echo +changes)" \
         >.gpu/COMMIT
-    tar czf .gpu/testdata.tgz -C /usr/share/libonnx-testdata/data \
+    tar cJf .gpu/testdata.txz -C /usr/share/libonnx-testdata/data \
         node pytorch-converted pytorch-operator simple
     # The Python package for the GPU machine's python3 (3.12), when this machine has that
     # version (CONFLUX_GPU_PYTHON, default pyenv's).
@@ -41,7 +41,7 @@ run() {
     export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export CONFLUX_KERNEL_CACHE=/tmp/conflux-kernels
     local bin=.gpu/bin data=/tmp/onnx-testdata
-    mkdir -p $data && tar xzf .gpu/testdata.tgz -C $data
+    mkdir -p $data && tar xJf .gpu/testdata.txz -C $data
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$OUT/device.txt"
     local rows=()
     step() { # step NAME LOG COMMAND...: runs (at most 5 minutes), records pass/fail and the
