@@ -245,3 +245,12 @@ def test_torch_cuda_tensors_run_in_place_on_the_callers_stream(example):
         p.run({"x": xt[:, :2]})
     with pytest.raises(conflux.UserError, match="pass a contiguous tensor"):
         p.run({"x": torch.randn(1, 16, 16, 3, device="cuda").permute(0, 3, 1, 2)})
+
+
+@pytest.mark.gpu
+def test_a_program_for_another_architecture_is_refused_by_name(tmp_path, example):
+    conflux.compile(example, target="cuda", arch="sm_80", tune="none").save(tmp_path / "old.cfx")
+    p = conflux.load(tmp_path / "old.cfx")
+    assert p.arch == "sm_80"
+    with pytest.raises(conflux.UserError, match="compiled for sm_80 but device 0"):
+        p.run({"x": np.zeros((1, 3, 16, 16), np.float32)})
