@@ -38,11 +38,12 @@ def main():
     ap.add_argument("--fp16", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--tune", default="none", help="none: the load and call overheads do not depend on the configs")
     args = ap.parse_args()
     import conflux
     import torch
     work = tempfile.mkdtemp()
-    p = conflux.compile(args.model, target="cuda", fp16=args.fp16)
+    p = conflux.compile(args.model, target="cuda", fp16=args.fp16, tune=args.tune)
     cfx = os.path.join(work, "model.cfx")
     p.save(cfx)
     rng = np.random.default_rng(0)
