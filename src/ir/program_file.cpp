@@ -173,14 +173,20 @@ program_file program_file::open(const std::filesystem::path& path) {
         }
         f.map_->size = std::size_t(st.st_size);
         if (f.map_->size >= sizeof magic) {
-            // Private and writable: code that changes a loaded weight in place changes its own
-            // copy of the page. Populated: the digest reads every page at once anyway.
-            void* p = ::mmap(nullptr, f.map_->size, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_POPULATE, fd, 0);
+            // Populated read-only (the digest reads every page anyway; populating a writable
+            // private mapping would copy every page), then made writable: code that changes a
+            // loaded weight in place changes its own copy of the page, never the file.
+            void* p = ::mmap(nullptr, f.map_->size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
             const int map_errno = errno;
             ::close(fd);
             CONFLUX_USER_CHECK(p != MAP_FAILED, what, ": cannot map it (", std::strerror(map_errno),
                                ")");
+            if (::mprotect(p, f.map_->size, PROT_READ | PROT_WRITE) != 0) {
+                const int protect_errno = errno;
+                ::munmap(p, f.map_->size);
+                throw_user_error(what, ": cannot map it writable (", std::strerror(protect_errno),
+                                 ")");
+            }
             f.map_->data = static_cast<unsigned char*>(p);
         } else {
             ::close(fd);
