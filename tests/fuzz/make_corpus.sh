@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$root/tests/fuzz/corpus"
 rm -rf "$out"
-mkdir -p "$out"/{onnx_import,npy,cache_import,perf_config}
+mkdir -p "$out"/{onnx_import,npy,cache_import,perf_config,cfx_load}
 
 # --- onnx_import: the committed models, truncated copies, and text-format models -------------
 o="$out/onnx_import"
@@ -194,4 +194,17 @@ for cfg in 128x128x32_w2x2_s3_k1 64x64x16_w2x2_s2_k1_simt 128x256x32_w2x4_s3_k2_
   128x128x32_w2x2_s3_k1_ 64x64x64_w4x4_s8_k64_v16; do
   printf '%s' "$cfg" >"$p/$cfg"
 done
+# --- cfx_load: saved programs without their 16-byte digest (the fuzzer appends it) -----------
+# Needs the conflux tool (CONFLUX, default build/bin/conflux); NVRTC compiles for sm_90, no GPU.
+x="$out/cfx_load"
+conflux=${CONFLUX:-$root/build/bin/conflux}
+strip_digest() { head -c $(($(stat -c %s "$1") - 16)) "$1" >"$2"; rm "$1"; }
+"$conflux" compile --target ref "$root/examples/conv_block.onnx" -o "$x/t.cfx" >/dev/null
+strip_digest "$x/t.cfx" "$x/ref_conv_block"
+"$conflux" compile --target ref "$root/tests/models/data/two_outputs/model.onnx" -o "$x/t.cfx" >/dev/null
+strip_digest "$x/t.cfx" "$x/ref_two_outputs"
+"$conflux" compile --target cuda --arch sm_90 --tune none --no-kernel-cache --with-reference \
+  "$root/tests/models/data/squeeze_unsqueeze_tail/model.onnx" -o "$x/t.cfx" >/dev/null 2>&1
+strip_digest "$x/t.cfx" "$x/cuda_squeeze_unsqueeze_tail"
+
 echo "corpus: $(find "$out" -type f | wc -l) files, $(du -sb "$out" | cut -f1) bytes"
