@@ -10,7 +10,7 @@ packages=(
   libonnx-testdata
   # The Python package (python/): Python's headers, pybind11, venv for `pip install .`, and what
   # its tests import.
-  python3-dev python3-venv pybind11-dev python3-pytest python3-numpy python3-onnx
+  python3-dev python3-venv pybind11-dev libdlpack-dev python3-pytest python3-numpy python3-onnx
   # scripts/sanitize.sh: clang with its sanitizer and libFuzzer runtimes, and llvm-symbolizer
   # for readable sanitizer stacks.
   clang libclang-rt-14-dev llvm

@@ -64,7 +64,8 @@ class Program:
         numpy arrays: copied to the GPU and back (or run on the reference target). An input not
         given gets random values (seed 0, as `conflux run`), with a warning.
 
-        GPU tensors (objects with __cuda_array_interface__: torch CUDA tensors, CuPy arrays):
+        GPU tensors (__cuda_array_interface__ or __dlpack__ on a CUDA device: torch CUDA
+        tensors, CuPy arrays, JAX arrays with outputs given):
         read where they are, no copies, and the outputs are new tensors of the same library on
         the same device (or the `outputs` dict's, written in place). The run is queued on the
         caller's current stream (torch's or CuPy's; `stream` to give another cudaStream_t as an
@@ -127,15 +128,26 @@ _TORCH_TYPE = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "f
                "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "bool": "bool"}
 
 
+# DLPack's device types for GPU memory (kDLCUDA, kDLCUDAManaged) and its dtypes (code, bits).
+_DLPACK_GPU = (2, 13)
+_DLPACK_TYPES = {(2, 32): "f32", (2, 16): "f16", (2, 64): "f64", (4, 16): "bf16", (0, 8): "i8",
+                 (1, 8): "u8", (0, 32): "i32", (0, 64): "i64", (6, 8): "bool"}
+
+
 def _is_device_tensor(x):
-    return hasattr(x, "__cuda_array_interface__")
+    if hasattr(x, "__cuda_array_interface__"):
+        return True
+    device = getattr(x, "__dlpack_device__", None)
+    return device is not None and device()[0] in _DLPACK_GPU
 
 
 def _device_pointer(x, info, what, strides):
     """The device address of x after checking its dtype, shape and layout against info."""
     if not _is_device_tensor(x):
-        raise TypeError(f"{what}: expected a GPU tensor (__cuda_array_interface__), got "
-                        f"{type(x).__name__}")
+        raise TypeError(f"{what}: expected a GPU tensor (__cuda_array_interface__ or __dlpack__ "
+                        f"on a CUDA device), got {type(x).__name__}")
+    if not hasattr(x, "__cuda_array_interface__"):
+        return _dlpack_pointer(x, info, what, strides)
     cai = x.__cuda_array_interface__
     typestr = cai["typestr"]
     expected = _TYPESTR.get(info.dtype)
@@ -160,6 +172,26 @@ def _device_pointer(x, info, what, strides):
         raise UserError(f"{what} has strides {got} (elements) but the program reads "
                         f"{want}; pass a contiguous tensor")
     return cai["data"][0]
+
+
+def _dlpack_pointer(x, info, what, strides):
+    d = _conflux.dlpack_describe(x, None)
+    if d["device_type"] not in _DLPACK_GPU:
+        raise UserError(f"{what} is not GPU memory (DLPack device type {d['device_type']})")
+    got = _DLPACK_TYPES.get((d["code"], d["bits"])) if d["lanes"] == 1 else None
+    if got != info.dtype:
+        raise TypeError(f"{what} is {got or 'a DLPack type ' + str((d['code'], d['bits']))} but "
+                        f"the program expects {info.dtype}")
+    shape = tuple(d["shape"])
+    if shape != tuple(info.shape):
+        raise UserError(f"{what} has shape {list(shape)} but the program expects "
+                        f"{list(info.shape)}")
+    want = list(strides) if strides is not None else _row_major(shape)
+    have = _row_major(shape) if d["strides"] is None else list(d["strides"])
+    if [g for g, n in zip(have, shape) if n > 1] != [w for w, n in zip(want, shape) if n > 1]:
+        raise UserError(f"{what} has strides {have} (elements) but the program reads {want}; "
+                        f"pass a contiguous tensor")
+    return d["data"]
 
 
 def _row_major(shape):

@@ -13,6 +13,7 @@
 #include "conflux/ref/evaluate.hpp"
 #include "conflux/util/errors.hpp"
 
+#include <dlpack/dlpack.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -311,6 +312,35 @@ onnx::import_options import_options_of(const compile_request& r) {
     return o;
 }
 
+// A tensor exported through DLPack (`__dlpack__`), described for Program.run's device path:
+// its address, device, dtype (code, bits, lanes), shape and strides (None: row-major). The
+// capsule is consumed and its deleter called at once: the memory stays owned by the object
+// that exported it, which the caller holds for the run (as for any CUDA launch).
+py::dict dlpack_describe(const py::object& tensor, const py::object& stream) {
+    py::object capsule = stream.is_none() ? tensor.attr("__dlpack__")()
+                                          : tensor.attr("__dlpack__")(py::arg("stream") = stream);
+    if (!PyCapsule_IsValid(capsule.ptr(), "dltensor"))
+        throw py::type_error("__dlpack__ returned no unused DLPack capsule");
+    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (managed == nullptr) throw py::error_already_set();
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    const DLTensor& t = managed->dl_tensor;
+    py::list shape, strides;
+    for (int i = 0; i < t.ndim; ++i) {
+        shape.append(t.shape[i]);
+        if (t.strides != nullptr) strides.append(t.strides[i]);
+    }
+    py::dict out(py::arg("data") = reinterpret_cast<std::uintptr_t>(t.data) + t.byte_offset,
+                 py::arg("device_type") = int(t.device.device_type),
+                 py::arg("device_id") = t.device.device_id, py::arg("code") = int(t.dtype.code),
+                 py::arg("bits") = int(t.dtype.bits), py::arg("lanes") = int(t.dtype.lanes),
+                 py::arg("shape") = py::tuple(shape),
+                 py::arg("strides") = t.strides == nullptr ? py::object(py::none())
+                                                           : py::object(py::tuple(strides)));
+    if (managed->deleter != nullptr) managed->deleter(managed);
+    return out;
+}
+
 } // namespace
 
 PYBIND11_MODULE(_conflux, m) {
@@ -405,5 +435,6 @@ PYBIND11_MODULE(_conflux, m) {
         return py_program::of_ref(std::move(*saved.reference));
     });
     m.def("available_devices", [] { return cuda::available_devices(); });
+    m.def("dlpack_describe", &dlpack_describe, py::arg("tensor"), py::arg("stream"));
     m.attr("__version__") = CONFLUX_VERSION;
 }

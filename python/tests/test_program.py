@@ -254,3 +254,50 @@ def test_a_program_for_another_architecture_is_refused_by_name(tmp_path, example
     assert p.arch == "sm_80"
     with pytest.raises(conflux.UserError, match="compiled for sm_80 but device 0"):
         p.run({"x": np.zeros((1, 3, 16, 16), np.float32)})
+
+
+def test_dlpack_tensors_are_described_and_host_memory_is_refused(example):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    d = conflux._conflux.dlpack_describe(x, None)
+    assert (d["device_type"], d["code"], d["bits"], d["lanes"]) == (1, 2, 32, 1)
+    assert d["shape"] == (2, 3) and d["data"] == x.__array_interface__["data"][0]
+
+    class ClaimsToBeOnTheGpu:
+        """Says CUDA in __dlpack_device__, but its capsule is host memory."""
+
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, stream=None):
+            return self.array.__dlpack__()
+
+    p = conflux.compile(example, target="cuda", arch="sm_90", tune="none")
+    fake = ClaimsToBeOnTheGpu(np.zeros((1, 3, 16, 16), np.float32))
+    with pytest.raises(conflux.UserError, match=r"input 'x' is not GPU memory \(DLPack device "
+                                                r"type 1\)"):
+        p.run({"x": fake}, outputs={"y": fake})
+
+
+@pytest.mark.gpu
+def test_a_tensor_with_only_dlpack_runs_in_place(example):
+    torch = pytest.importorskip("torch")
+
+    class OnlyDlpack:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__(stream=stream)
+
+    p = conflux.compile(example, target="cuda", tune="none")
+    x = np.random.default_rng(6).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    out = torch.empty((1, 256, 8), device="cuda")
+    p.run({"x": OnlyDlpack(torch.from_numpy(x).cuda())}, outputs={"y": out})
+    torch.cuda.synchronize()
+    assert np.array_equal(out.cpu().numpy(), p.run({"x": x})["y"])
