@@ -75,13 +75,6 @@ run() {
         step "verify $(basename "$d")" "verify_$(basename "$d").log" $bin/conflux verify "$d/model.onnx"
     done
     step "verify examples/conv_block" verify_conv_block.log $bin/conflux verify examples/conv_block.onnx
-    step "model zoo cuda vs onnxruntime" zoo.log $bin/onnx_conformance --target cuda -j 8 \
-        --min-passed 56 tests/zoo/data
-    # A few zoo models through `conflux verify` as a user runs it: TF32 convolutions and matrix
-    # products by default, judged by the precision that ran.
-    for m in tv_resnet_bottleneck_dynamo tv_convnext_script hf_bert_dynamo tv_deeplabv3_head_dynamo; do
-        step "verify zoo $m" "verify_zoo_$m.log" $bin/conflux verify "tests/zoo/data/$m/model.onnx"
-    done
     if python3 bench/make_resnet50.py /tmp/resnet50.onnx --batch 1 >"$OUT/resnet50_make.log" 2>&1; then
         step "resnet50 memory plan" resnet50_plan.log $bin/conflux compile --target cuda /tmp/resnet50.onnx
         grep "memory plan" "$OUT/resnet50_plan.log"
@@ -105,6 +98,13 @@ run() {
     fi
     step "cfx round trip grouped_query_attention" cfx_gqa.log scripts/cfx_round_trip.sh \
         $bin/conflux tests/models/data/grouped_query_attention/model.onnx --fp16
+    step "model zoo cuda vs onnxruntime" zoo.log $bin/onnx_conformance --target cuda -j 8 \
+        --min-passed 56 tests/zoo/data
+    # A few zoo models through `conflux verify` as a user runs it: TF32 convolutions and matrix
+    # products by default, judged by the precision that ran.
+    for m in tv_resnet_bottleneck_dynamo tv_convnext_script hf_bert_dynamo tv_deeplabv3_head_dynamo; do
+        step "verify zoo $m" "verify_zoo_$m.log" $bin/conflux verify "tests/zoo/data/$m/model.onnx"
+    done
     grep -E "^(ref|cuda) " "$OUT/conformance.log"
     grep "FAIL" "$OUT/op_tests.log" | head -20
     grep "fused pattern matrix" "$OUT/op_tests.log"
