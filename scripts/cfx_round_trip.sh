@@ -11,7 +11,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$conflux" run "$model" --tune none "$@" --output-dir "$work/compiled" >"$work/run1.txt" 2>&1 ||
+"$conflux" run --target cuda "$model" --tune none "$@" --output-dir "$work/compiled" >"$work/run1.txt" 2>&1 ||
     { cat "$work/run1.txt"; fail "run of the model"; }
 "$conflux" compile --target cuda "$model" --tune none "$@" -o "$work/model.cfx" >"$work/compile.txt" 2>&1 ||
     { cat "$work/compile.txt"; fail "compile -o"; }
