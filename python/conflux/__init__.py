@@ -272,4 +272,6 @@ def load(path):
     """Loads a program saved by Program.save or `conflux compile -o` (.cfx): no compile, no
     tuning. A file that is not a .cfx, truncated, corrupted or of another format version raises
     UserError naming the reason."""
-    return Program(_conflux.load(os.fspath(path)), os.path.basename(os.fspath(path)))
+    impl = _conflux.load(os.fspath(path))
+    # Saved again, it still names the model it was compiled from.
+    return Program(impl, impl.model or os.path.basename(os.fspath(path)))

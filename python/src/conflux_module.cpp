@@ -84,6 +84,7 @@ public:
     std::optional<cuda::compiled_program> cuda;
     std::shared_ptr<program> ref;   // the reference target's program (as imported, or optimised)
     std::optional<dtype> precision; // what a cuda program was compiled in (fp16/bf16)
+    std::string model;              // what a loaded program was compiled from (its header's)
     std::vector<std::string> input_names, output_names;
     std::vector<shape> input_shapes, output_shapes;
 
@@ -389,6 +390,7 @@ PYBIND11_MODULE(_conflux, m) {
 
     py::class_<py_program>(m, "Program")
         .def_readonly("target", &py_program::target)
+        .def_readonly("model", &py_program::model)
         .def_property_readonly(
             "inputs", [](const py_program& p) { return p.infos(p.input_names, p.input_shapes); })
         .def_property_readonly(
@@ -431,8 +433,10 @@ PYBIND11_MODULE(_conflux, m) {
             py::gil_scoped_release unlocked;
             saved = load_program(path);
         }
-        if (saved.cuda) return py_program::of_cuda(std::move(*saved.cuda), saved.precision);
-        return py_program::of_ref(std::move(*saved.reference));
+        py_program p = saved.cuda ? py_program::of_cuda(std::move(*saved.cuda), saved.precision)
+                                  : py_program::of_ref(std::move(*saved.reference));
+        p.model = saved.header.value("model", std::string());
+        return p;
     });
     m.def("available_devices", [] { return cuda::available_devices(); });
     m.def("dlpack_describe", &dlpack_describe, py::arg("tensor"), py::arg("stream"));
