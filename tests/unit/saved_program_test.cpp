@@ -91,7 +91,11 @@ TEST_F(saved_program_file, a_loaded_program_is_the_compiled_one) {
     };
     for (const model_case& m :
          {model_case{"examples/conv_block.onnx", {}},
-          model_case{"tests/models/data/grouped_query_attention/model.onnx", dtype::f16}}) {
+          model_case{"tests/models/data/grouped_query_attention/model.onnx", dtype::f16},
+          // Attention with grouped heads and rotary positions; depthwise convolutions and
+          // squeeze-and-excitation.
+          model_case{"tests/zoo/data/hf_llama_dynamo/model.onnx", dtype::f16},
+          model_case{"tests/zoo/data/tv_mobilenet_v3_small_dynamo/model.onnx", {}}}) {
         SCOPED_TRACE(m.path);
         const cuda::compiled_program compiled = compile_model(m.path, "sm_90", m.precision);
         const fs::path file = dir_ / "model.cfx";
@@ -127,7 +131,11 @@ TEST_F(saved_program_file, a_loaded_program_is_the_compiled_one) {
         const fs::path again = dir_ / "again.cfx";
         save_program(again, loaded, m.path);
         const std::string first = slurp(file), second = slurp(again);
-        EXPECT_EQ(first.size(), second.size());
+        ASSERT_EQ(first.size(), second.size());
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < first.size(); ++i)
+            differ += first[i] != second[i];
+        EXPECT_LE(differ, 16u + 20u) << "bytes differ beyond the digest and the creation time";
         fs::remove_all(dir_ / "compiled");
         fs::remove_all(dir_ / "loaded");
     }
