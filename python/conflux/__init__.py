@@ -160,17 +160,10 @@ def _device_pointer(x, info, what, strides):
     if not ok:
         raise TypeError(f"{what} is {getattr(x, 'dtype', typestr)} but the program expects "
                         f"{info.dtype}")
-    shape = tuple(cai["shape"])
-    if shape != tuple(info.shape):
-        raise UserError(f"{what} has shape {list(shape)} but the program expects "
-                        f"{list(info.shape)}")
-    itemsize = int(typestr[2:]) if typestr[1] != "V" else 2
-    want = list(strides) if strides is not None else _row_major(shape)
-    got = cai.get("strides")
-    got = _row_major(shape) if got is None else [s // itemsize for s in got]
-    if [g for g, n in zip(got, shape) if n > 1] != [w for w, n in zip(want, shape) if n > 1]:
-        raise UserError(f"{what} has strides {got} (elements) but the program reads "
-                        f"{want}; pass a contiguous tensor")
+    # Array-interface strides are in bytes ('<f4': 4 bytes an element).
+    byte_strides = cai.get("strides")
+    _check_layout(what, info, strides, tuple(cai["shape"]),
+                  None if byte_strides is None else [s // int(typestr[2:]) for s in byte_strides])
     return cai["data"][0]
 
 
@@ -182,16 +175,22 @@ def _dlpack_pointer(x, info, what, strides):
     if got != info.dtype:
         raise TypeError(f"{what} is {got or 'a DLPack type ' + str((d['code'], d['bits']))} but "
                         f"the program expects {info.dtype}")
-    shape = tuple(d["shape"])
+    _check_layout(what, info, strides, tuple(d["shape"]), d["strides"])
+    return d["data"]
+
+
+def _check_layout(what, info, program_strides, shape, strides):
+    """The tensor's shape must be the program's, and its strides (in elements; None: row-major)
+    those the program reads (row-major for inputs, program_strides for outputs) on every axis
+    longer than 1."""
     if shape != tuple(info.shape):
         raise UserError(f"{what} has shape {list(shape)} but the program expects "
                         f"{list(info.shape)}")
-    want = list(strides) if strides is not None else _row_major(shape)
-    have = _row_major(shape) if d["strides"] is None else list(d["strides"])
+    want = list(program_strides) if program_strides is not None else _row_major(shape)
+    have = _row_major(shape) if strides is None else list(strides)
     if [g for g, n in zip(have, shape) if n > 1] != [w for w, n in zip(want, shape) if n > 1]:
         raise UserError(f"{what} has strides {have} (elements) but the program reads {want}; "
                         f"pass a contiguous tensor")
-    return d["data"]
 
 
 def _row_major(shape):

@@ -227,40 +227,31 @@ program_file program_file::open(const std::filesystem::path& path) {
     } catch (const nlohmann::json::exception& e) {
         throw_user_error(what, ": the header is not JSON (", e.what(), ")");
     }
-    CONFLUX_USER_CHECK(f.header_.is_object() && f.header_.contains("sections") &&
-                           f.header_["sections"].is_array(),
-                       what, ": the header has no section table");
+    // Read with the serialisation's checked readers: a damaged entry names its field.
+    const std::string where = what + ": header";
     const std::size_t body = preamble_bytes + header_bytes;
-    const std::size_t body_bytes = size - digest_bytes - body;
-    for (const auto& s : f.header_["sections"]) {
-        CONFLUX_USER_CHECK(s.is_object() && s.contains("name") && s["name"].is_string() &&
-                               s.contains("offset") && s["offset"].is_number_unsigned() &&
-                               s.contains("bytes") && s["bytes"].is_number_unsigned(),
-                           what, ": a section entry of the header is malformed: ", s.dump());
-        const auto offset = s["offset"].get<std::size_t>();
-        const auto bytes = s["bytes"].get<std::size_t>();
-        CONFLUX_USER_CHECK(offset <= body_bytes && bytes <= body_bytes - offset, what,
-                           ": section '", s["name"].get<std::string>(), "' lies outside the file");
-        f.sections_.push_back({s["name"].get<std::string>(), {body + offset, bytes}});
-    }
+    const std::size_t end = size - digest_bytes;
     std::size_t sections_end = body;
-    for (const auto& s : f.sections_)
-        sections_end = std::max(sections_end, s.second.first + s.second.second);
+    const nlohmann::json& sections = json_array(f.header_, "sections", where);
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+        const std::string w = where + ".sections[" + std::to_string(i) + "]";
+        const std::string name = json_string(sections[i], "name", w);
+        const std::size_t offset = json_size(sections[i], "offset", w);
+        const std::size_t bytes = json_size(sections[i], "bytes", w);
+        CONFLUX_USER_CHECK(offset <= end - body && bytes <= end - body - offset, what,
+                           ": section '", name, "' lies outside the file");
+        f.sections_.push_back({name, {body + offset, bytes}});
+        sections_end = std::max(sections_end, body + offset + bytes);
+    }
     const std::size_t blob_area = align_up(sections_end);
-    const auto blobs = f.header_.find("blobs");
-    CONFLUX_USER_CHECK(blobs != f.header_.end() && blobs->is_array(), what,
-                       ": the header has no blob table");
-    for (const auto& b : *blobs) {
-        CONFLUX_USER_CHECK(b.is_object() && b.contains("offset") &&
-                               b["offset"].is_number_unsigned() && b.contains("bytes") &&
-                               b["bytes"].is_number_unsigned(),
-                           what, ": a blob entry of the header is malformed: ", b.dump());
-        const auto offset = b["offset"].get<std::size_t>();
-        const auto bytes = b["bytes"].get<std::size_t>();
-        const std::size_t end = size - digest_bytes;
+    const nlohmann::json& blobs = json_array(f.header_, "blobs", where);
+    for (std::size_t i = 0; i < blobs.size(); ++i) {
+        const std::string w = where + ".blobs[" + std::to_string(i) + "]";
+        const std::size_t offset = json_size(blobs[i], "offset", w);
+        const std::size_t bytes = json_size(blobs[i], "bytes", w);
         CONFLUX_USER_CHECK(blob_area <= end && offset <= end - blob_area &&
                                bytes <= end - blob_area - offset && offset % blob_alignment == 0,
-                           what, ": blob ", f.blobs_.size(), " lies outside the file");
+                           what, ": blob ", i, " lies outside the file");
         // Aliasing: the blob's pointer owns a share of the whole mapping.
         f.blobs_.emplace_back(
             std::shared_ptr<std::byte>(

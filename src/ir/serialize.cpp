@@ -109,6 +109,10 @@ std::int64_t json_int(const nlohmann::json& j, const char* key, const std::strin
     return read_field(j, key, what, "a 64-bit integer", as_int);
 }
 
+double json_number(const nlohmann::json& j, const char* key, const std::string& what) {
+    return read_field(j, key, what, "a number", as_number);
+}
+
 float json_float(const nlohmann::json& j, const char* key, const std::string& what) {
     return read_field(j, key, what, "a number within f32's range", as_float);
 }

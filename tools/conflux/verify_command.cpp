@@ -84,6 +84,7 @@ int verify(const verify_options& options, const CLI::App& command) {
     std::function<program()> fresh_model;
     std::optional<cuda::compiled_program> compiled;
     std::optional<dtype> reduced;
+    std::optional<program> reference;
     if (is_saved_program(options.model)) {
         saved_program saved =
             load_saved_program(options.model, options.target, command, std::cerr, true);
@@ -93,8 +94,8 @@ int verify(const verify_options& options, const CLI::App& command) {
                            options.model.model, "' holds a program for ", saved.target);
         compiled = std::move(*saved.cuda);
         reduced = saved.precision;
-        const std::string path = options.model.model;
-        fresh_model = [path] { return std::move(*load_program(path, true).reference); };
+        reference = std::move(saved.reference);
+        fresh_model = saved.read_reference;
     } else {
         fresh_model = [&options] { return load_model(options.model); };
         reduced = precision_of(options.target);
@@ -102,11 +103,11 @@ int verify(const verify_options& options, const CLI::App& command) {
         print_tuning_summary(options.target, *compiled, std::cerr);
         print_compile_trace(options.target, *compiled, std::cout);
     }
-    program reference = fresh_model();
-    auto params = bind_inputs(reference.main(), files, options.input.seed, std::cerr);
-    const auto names = reference.main().output_names();
+    if (!reference) reference = fresh_model();
+    auto params = bind_inputs(reference->main(), files, options.input.seed, std::cerr);
+    const auto names = reference->main().output_names();
     const auto got = compiled->run(params, {.poison = true, .sync_each_step = true});
-    const auto want = ref::evaluate(reference, params);
+    const auto want = ref::evaluate(*reference, params);
     CONFLUX_ASSERT(got.size() == want.size(), "cuda gave ", got.size(), " outputs, ref ",
                    want.size());
 

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,9 @@ struct saved_program {
     // Target "ref": the program it runs. Target "cuda": the model as imported, when it was saved
     // with one and load_program was asked for it.
     std::optional<program> reference;
+    // With the model loaded as asked: a fresh copy of it on each call, read from the file opened
+    // once (verify evaluates the model more than once, precision models of it included).
+    std::function<program()> read_reference;
     // What the cuda program was compiled in: f16/bf16 (--fp16/--bf16), else none.
     std::optional<dtype> precision;
 };

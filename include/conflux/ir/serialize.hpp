@@ -54,6 +54,7 @@ std::string json_string(const nlohmann::json& j, const char* key, const std::str
 std::size_t json_size(const nlohmann::json& j, const char* key, const std::string& what);
 bool json_bool(const nlohmann::json& j, const char* key, const std::string& what);
 std::int64_t json_int(const nlohmann::json& j, const char* key, const std::string& what);
+double json_number(const nlohmann::json& j, const char* key, const std::string& what);
 // A number (an integer too: a value written by hand as 1 rather than 1.0) that an f32 holds:
 // non-finite values pass, finite ones beyond f32's range do not.
 float json_float(const nlohmann::json& j, const char* key, const std::string& what);

@@ -51,12 +51,6 @@ json stats_to_json(const cuda::compile_stats& s) {
             {"tuning_seconds", s.tuning_seconds}};
 }
 
-double json_seconds(const json& j, const char* key, const std::string& what) {
-    const json& v = json_field(j, key, what);
-    CONFLUX_USER_CHECK(v.is_number(), what, ".", key, ": expected a number");
-    return v.get<double>();
-}
-
 cuda::compile_stats stats_from_json(const json& j) {
     const std::string what = "section 'stats'";
     cuda::compile_stats s;
@@ -69,13 +63,13 @@ cuda::compile_stats stats_from_json(const json& j) {
     s.output_bytes = json_size(j, "output_bytes", what);
     s.literal_bytes = json_size(j, "literal_bytes", what);
     s.tf32_anchors = json_size(j, "tf32_anchors", what);
-    s.compile_seconds = json_seconds(j, "compile_seconds", what);
+    s.compile_seconds = json_number(j, "compile_seconds", what);
     s.problems = json_size(j, "problems", what);
     s.reused = json_size(j, "reused", what);
     s.tuned = json_size(j, "tuned", what);
     s.heuristic = json_size(j, "heuristic", what);
     s.disqualified = json_size(j, "disqualified", what);
-    s.tuning_seconds = json_seconds(j, "tuning_seconds", what);
+    s.tuning_seconds = json_number(j, "tuning_seconds", what);
     return s;
 }
 
@@ -151,17 +145,32 @@ void save_program(const std::filesystem::path& path, const program& p, const std
     write_program_file(path, std::move(header), {{"program", std::move(body)}}, blobs);
 }
 
-saved_program load_program(const std::filesystem::path& path, bool with_reference) {
-    const program_file file = program_file::open(path);
-    saved_program out;
-    out.header = file.header();
+namespace {
+
+// Runs `read`, naming the file in a user error of the content as the container's own do.
+template <class Read> auto naming_the_file(const std::filesystem::path& path, Read read) {
     const std::string what = "program file '" + path.string() + "'";
     try {
+        return read();
+    } catch (const user_error& e) {
+        const std::string message = e.what();
+        if (message.rfind(what, 0) == 0) throw;
+        throw_user_error(what, ": ", message);
+    }
+}
+
+} // namespace
+
+saved_program load_program(const std::filesystem::path& path, bool with_reference) {
+    const auto file = std::make_shared<const program_file>(program_file::open(path));
+    return naming_the_file(path, [&] {
+        saved_program out;
+        out.header = file->header();
         out.target = json_string(out.header, "target", "header");
         CONFLUX_USER_CHECK(out.target == "cuda" || out.target == "ref", "header.target: '",
                            out.target, "' is not a target this Conflux loads (cuda, ref)");
         if (out.target == "ref") {
-            out.reference = program_from_json(file.section("program"), &file.blobs());
+            out.reference = program_from_json(file->section("program"), &file->blobs());
             return out;
         }
         const std::string precision = json_string(out.header, "precision", "header");
@@ -172,26 +181,27 @@ saved_program load_program(const std::filesystem::path& path, bool with_referenc
         }
         auto d = std::make_unique<cuda::compiled_program::impl>();
         d->from_file = true;
-        d->stats = stats_from_json(file.section("stats"));
-        cuda::lowered_program_from_json(file.section("cuda"), file.blobs(), d->lowered,
+        d->stats = stats_from_json(file->section("stats"));
+        cuda::lowered_program_from_json(file->section("cuda"), file->blobs(), d->lowered,
                                         d->binaries);
         CONFLUX_USER_CHECK(d->stats.kernels == d->lowered.kernels.size(),
                            "section 'stats': ", d->stats.kernels,
                            " kernels, but section 'cuda' has ", d->lowered.kernels.size());
         out.cuda = cuda::saved_program_access::make(std::move(d));
         if (with_reference) {
-            CONFLUX_USER_CHECK(file.has_section("program"),
+            CONFLUX_USER_CHECK(file->has_section("program"),
                                "it was saved without the model (compile with --with-reference "
                                "to verify a saved program)");
-            out.reference = program_from_json(file.section("program"), &file.blobs());
+            // From the file opened once: verify reads the model more than once.
+            out.read_reference = [file, path] {
+                return naming_the_file(path, [&] {
+                    return program_from_json(file->section("program"), &file->blobs());
+                });
+            };
+            out.reference = out.read_reference();
         }
-    } catch (const user_error& e) {
-        // Errors of the content name the file as the container's own do.
-        const std::string message = e.what();
-        if (message.rfind(what, 0) == 0) throw;
-        throw_user_error(what, ": ", message);
-    }
-    return out;
+        return out;
+    });
 }
 
 } // namespace conflux

@@ -3,6 +3,7 @@
 #include "conflux/ir/serialize.hpp"
 #include "conflux/util/errors.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace conflux::cuda {
@@ -18,15 +19,11 @@ json launch_to_json(const launch_dims& l) {
 launch_dims launch_from_json(const json& j, const std::string& what) {
     launch_dims l;
     for (const char* key : {"grid", "block"}) {
-        const json& v = json_array(j, key, what);
-        CONFLUX_USER_CHECK(v.size() == 3, what, ".", key, ": expected 3 values");
-        auto& dims = key[0] == 'g' ? l.grid : l.block;
-        for (std::size_t i = 0; i < 3; ++i) {
-            CONFLUX_USER_CHECK(v[i].is_number_unsigned() &&
-                                   v[i].get<std::uint64_t>() <= 0xffffffffu,
-                               what, ".", key, ": expected unsigned 32-bit values");
-            dims[i] = v[i].get<unsigned>();
-        }
+        const dims v = json_sizes(j, key, what);
+        CONFLUX_USER_CHECK(
+            v.size() == 3 && std::ranges::all_of(v, [](std::size_t x) { return x <= 0xffffffffu; }),
+            what, ".", key, ": expected 3 unsigned 32-bit values");
+        std::ranges::copy(v, (key[0] == 'g' ? l.grid : l.block).begin());
     }
     const std::size_t shared = json_size(j, "shared_bytes", what);
     CONFLUX_USER_CHECK(shared <= 0xffffffffu, what, ".shared_bytes: too large");
@@ -51,26 +48,6 @@ memory_source source_from_name(const std::string& name, const std::string& what)
          {memory_source::parameter, memory_source::literal, memory_source::buffer})
         if (name == source_name(s)) return s;
     throw_user_error(what, ".source: unknown memory source '", name, "'");
-}
-
-std::vector<std::string> strings_from_json(const json& j, const char* key,
-                                           const std::string& what) {
-    std::vector<std::string> out;
-    for (const json& v : json_array(j, key, what)) {
-        CONFLUX_USER_CHECK(v.is_string(), what, ".", key, ": expected strings");
-        out.push_back(v.get<std::string>());
-    }
-    return out;
-}
-
-std::vector<std::size_t> sizes_from_json(const json& j, const char* key, const std::string& what) {
-    std::vector<std::size_t> out;
-    for (const json& v : json_array(j, key, what)) {
-        CONFLUX_USER_CHECK(v.is_number_unsigned(), what, ".", key,
-                           ": expected non-negative integers");
-        out.push_back(v.get<std::size_t>());
-    }
-    return out;
 }
 
 std::string at(const std::string& what, const char* field, std::size_t i) {
@@ -271,17 +248,17 @@ void lowered_program_from_json(const json& j, const blob_table& blobs, lowered_p
         p.output_shapes.push_back(shape_from_json(json_field(o, "shape", w), w + ".shape"));
     }
     const json& plan = json_field(j, "plan", what);
-    p.plan.offsets = sizes_from_json(plan, "offsets", what + ".plan");
+    p.plan.offsets = json_sizes(plan, "offsets", what + ".plan");
     p.plan.arena_bytes = json_size(plan, "arena_bytes", what + ".plan");
     p.plan.total_bytes = json_size(plan, "total_bytes", what + ".plan");
-    p.temporaries = sizes_from_json(j, "temporaries", what);
-    p.arena_offset = sizes_from_json(j, "arena_offset", what);
-    p.trace = strings_from_json(j, "trace", what);
+    p.temporaries = json_sizes(j, "temporaries", what);
+    p.arena_offset = json_sizes(j, "arena_offset", what);
+    p.trace = json_strings(j, "trace", what);
     i = 0;
     for (const json& c : json_array(j, "anchor_candidates", what)) {
         json wrapped = {{"c", c}};
         p.anchor_candidates.push_back(
-            strings_from_json(wrapped, "c", at(what, "anchor_candidates", i++)));
+            json_strings(wrapped, "c", at(what, "anchor_candidates", i++)));
     }
     p.tf32_anchors = json_size(j, "tf32_anchors", what);
     check_consistent(p, binaries, what);
