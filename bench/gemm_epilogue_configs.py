@@ -23,12 +23,18 @@ CASES = [
     ("vit_ffn_down_residual", (32, 197), 3072, 768, "bias_residual"),
     ("vit_qkv_bias", (32, 197), 768, 2304, "bias"),
     ("bert_ffn_up_gelu", (32, 128), 768, 3072, "bias_gelu"),
+    # The language models' output projections (batch 32 x 128 tokens): f32 logits as the
+    # exported graphs return them, and f16 to tell the f32 stores' share.
+    ("llama_lm_head_f32", (32, 128), 512, 32000, "cast_f32"),
+    ("llama_lm_head", (32, 128), 512, 32000, "none"),
+    ("gpt2_lm_head_f32", (32, 128), 768, 50257, "cast_f32"),
 ]
 
 DEFAULT_CONFIGS = [
     "128x256x64_w8x1_s3_k1_wgmma", "128x256x64_w8x1_s4_k1_wgmma", "128x256x64_w4x2_s3_k1_wgmma",
     "128x192x64_w8x1_s4_k1_wgmma", "128x128x64_w8x1_s3_k1_wgmma", "128x128x64_w8x1_s4_k1_wgmma",
     "64x256x64_w4x1_s4_k1_wgmma", "64x128x64_w4x1_s4_k1_wgmma", "256x128x64_w8x1_s3_k1_wgmma",
+    "256x128x64_w8x1_s4_k1_wgmma", "128x256x32_w2x4_s3_k1", "128x128x32_w2x2_s4_k1",
 ]
 
 
@@ -41,7 +47,7 @@ def make_model(path, rows, k, n, epilogue):
     nodes = [helper.make_node("MatMul", ["x", "W"], ["mm"])]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [*rows, k])]
     last = "mm"
-    if epilogue != "none":
+    if epilogue.startswith("bias"):
         inits.append(numpy_helper.from_array(
             (rng.standard_normal(n) * 0.1).astype(np.float16), "B"))
         nodes.append(helper.make_node("Add", [last, "B"], ["biased"]))
@@ -53,7 +59,11 @@ def make_model(path, rows, k, n, epilogue):
         inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT16, [*rows, n]))
         nodes.append(helper.make_node("Add", [last, "r"], ["y"]))
         last = "y"
-    outputs = [helper.make_tensor_value_info(last, TensorProto.FLOAT16, [*rows, n])]
+    out_type = TensorProto.FLOAT16
+    if epilogue == "cast_f32":
+        nodes.append(helper.make_node("Cast", [last], ["y"], to=TensorProto.FLOAT))
+        last, out_type = "y", TensorProto.FLOAT
+    outputs = [helper.make_tensor_value_info(last, out_type, [*rows, n])]
     graph = helper.make_graph(nodes, "gemm_epilogue", inputs, outputs, inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), path)
 
@@ -83,7 +93,9 @@ def torch_ms(rows, k, n, epilogue):
 
     def fused(x):
         y = x @ w
-        if epilogue != "none":
+        if epilogue == "cast_f32":
+            return y.float()
+        if epilogue.startswith("bias"):
             y = y + b
         if epilogue == "bias_gelu":
             y = F.gelu(y)
