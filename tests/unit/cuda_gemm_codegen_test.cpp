@@ -5,11 +5,13 @@
 #include "conflux/ops/dot.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
+#include "cuda/codegen/gemm/kernel_plan.hpp"
 #include "cuda/codegen/gemm/perf_config.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace conflux::cuda {
@@ -405,7 +407,7 @@ TEST(CudaGemmConfig, CandidatesAreRankedSensibly) {
     const auto big = dot_problem(dtype::f16, 4096, 4096, 4096);
     const auto cs = candidate_configs(big);
     EXPECT_GE(cs.size(), 20u);
-    EXPECT_LE(cs.size(), 70u); // mma.sync and wgmma configs: exhaustive tuning stays short
+    EXPECT_LE(cs.size(), 80u); // mma.sync and wgmma configs: exhaustive tuning stays short
     EXPECT_GE(cs.front().tile_m * cs.front().tile_n, 128u * 128u) << to_string(cs.front());
     EXPECT_EQ(cs.front().split_k, 1u);
     // A skinny problem with long K: one output tile row cannot fill 132 SMs without split-K or
@@ -482,11 +484,14 @@ void expect_compiles(const gemm_problem& p, const shape& out, const perf_config&
     if (p.empty()) {
         EXPECT_TRUE(k.empty());
     } else {
-        // The staged store reuses the pipeline's shared memory, and is dropped when it does not
-        // fit (the default limits are an H200's).
+        // The staged store reuses the pipeline's shared memory (a _ws kernel's comes after it:
+        // its producers fill the pipeline meanwhile), and is dropped when it does not fit (the
+        // default limits are an H200's).
         const std::size_t staged = staged_store_bytes(p, c, e.walk);
-        EXPECT_EQ(k.launch.shared_bytes,
-                  std::max(shared_bytes(c, p), staged <= 227 * 1024 ? staged : 0));
+        const std::size_t pipeline = shared_bytes(c, p);
+        const std::size_t both =
+            c.warp_specialised ? pipeline + staged : std::max(pipeline, staged);
+        EXPECT_EQ(k.launch.shared_bytes, both <= 227 * 1024 ? both : pipeline);
         EXPECT_FALSE(k.empty());
     }
     try {
@@ -610,6 +615,82 @@ TEST(CudaGemmConfig, WgmmaConfigsParseAndStateTheirConstraints) {
     EXPECT_TRUE(arch_has_wgmma("sm_90"));
     EXPECT_FALSE(arch_has_wgmma("sm_89"));
     EXPECT_FALSE(arch_has_wgmma("sm_100"));
+}
+
+TEST(CudaGemmConfig, WarpSpecialisedConfigsParseAndStateTheirConstraints) {
+    const auto c = parse_perf_config("128x256x64_w8x1_s3_k1_wgmma_ws");
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(c->wgmma);
+    EXPECT_TRUE(c->warp_specialised);
+    EXPECT_EQ(to_string(*c), "128x256x64_w8x1_s3_k1_wgmma_ws");
+    EXPECT_EQ(c->threads(), 384u); // the producer warpgroup besides the 8 multiplying warps
+    EXPECT_FALSE(parse_perf_config("128x256x64_w8x1_s3_k1_ws").has_value());
+    EXPECT_FALSE(parse_perf_config("128x256x64_w8x1_s3_k1_simt_ws").has_value());
+    EXPECT_FALSE(parse_perf_config("128x256x64_w8x1_s3_k1_wgmma_ws_ws").has_value());
+    EXPECT_NE(*c, *parse_perf_config("128x256x64_w8x1_s3_k1_wgmma"));
+
+    const auto big = dot_problem(dtype::f16, 4096, 4096, 4096);
+    EXPECT_TRUE(is_valid("128x256x64_w8x1_s3_k1_wgmma_ws", big));
+    EXPECT_CONTAINS(why_not("128x128x64_w8x1_s4_k2_wgmma_ws", big), "split-K must be 1");
+    EXPECT_CONTAINS(why_not("64x64x64_w32x1_s4_k1_wgmma_ws", big), "1024 threads");
+    // Four stages of a 128x256 tile fit without staging, but not with the staging beside them.
+    EXPECT_TRUE(is_valid("128x256x64_w8x1_s4_k1_wgmma_ws", big));
+    const auto plan = gemm::make_kernel_plan(*c, big, {}, nullptr);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->load_threads, 128u);
+    EXPECT_EQ(plan->compute_threads, 256u);
+    EXPECT_EQ(plan->grid, 132u); // one block per SM walks over the 512 tiles
+    EXPECT_EQ(plan->blocks, 512u);
+    EXPECT_EQ(plan->barrier_bytes, 48u);
+    // The producers give registers to the two multiplying warpgroups: 128 x 96 + 256 x 208.
+    EXPECT_EQ(plan->producer_registers, 96u);
+    EXPECT_EQ(plan->consumer_registers, 208u);
+    EXPECT_LE(plan->load_threads * plan->producer_registers +
+                  plan->compute_threads * plan->consumer_registers,
+              65536u);
+    // One multiplying warpgroup keeps the launch bounds' registers.
+    const auto one = gemm::make_kernel_plan(*parse_perf_config("64x256x64_w4x1_s4_k1_wgmma_ws"),
+                                            big, {}, nullptr);
+    ASSERT_TRUE(one.has_value());
+    EXPECT_EQ(one->consumer_registers, 0u);
+    // A grid smaller than the device: one block per tile.
+    const auto small =
+        gemm::make_kernel_plan(*c, dot_problem(dtype::f16, 256, 512, 64), {}, nullptr);
+    ASSERT_TRUE(small.has_value());
+    EXPECT_EQ(small->grid, 4u);
+    // In the tuning space, ranked behind the same tile in the ordinary form until measured.
+    const auto cs = candidate_configs(big);
+    const auto at = [&](const char* text) {
+        return std::find(cs.begin(), cs.end(), *parse_perf_config(text)) - cs.begin();
+    };
+    EXPECT_LT(at("128x256x64_w8x1_s3_k1_wgmma_ws"), std::ptrdiff_t(cs.size()));
+    EXPECT_LT(at("128x256x64_w8x1_s3_k1_wgmma"), at("128x256x64_w8x1_s3_k1_wgmma_ws"));
+}
+
+TEST(CudaGemmKernel, WarpSpecialisedKernelsCompileForSm90a) {
+    // Both majors of B, odd sizes (partial tiles, a K tail), a batched product, K = 0, an
+    // implicit-GEMM convolution with padding and a grouped one; direct and staged stores.
+    const auto rm = dot_problem(dtype::f16, 300, 200, 136);        // B n-major
+    const auto tb = dot_problem(dtype::bf16, 256, 192, 100, true); // B k-major
+    for (const char* c : {"128x256x64_w8x1_s3_k1_wgmma_ws", "256x128x64_w8x1_s4_k1_wgmma_ws",
+                          "128x128x64_w8x1_s4_k1_wgmma_ws", "64x256x64_w4x1_s4_k1_wgmma_ws"}) {
+        expect_compiles(rm, shape{dtype::f16, {300, 200}}, *parse_perf_config(c));
+        expect_compiles(tb, shape{dtype::bf16, {256, 192}}, *parse_perf_config(c));
+    }
+    expect_compiles(dot_problem(dtype::f16, 64, 64, 0), shape{dtype::f16, {64, 64}},
+                    *parse_perf_config("128x128x64_w8x1_s3_k1_wgmma_ws"));
+    auto conv = conv_problem(dtype::f16, conv_op(2, 2, 1, 1), {2, 15, 15, 64}, {128, 3, 3, 64});
+    expect_compiles(conv.problem, conv.y, *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_ws"));
+    auto grouped = conv_problem(dtype::f16, conv_op(2, 1, 1, 2), {1, 8, 8, 64}, {64, 3, 3, 32});
+    expect_compiles(grouped.problem, grouped.y,
+                    *parse_perf_config("64x256x64_w4x1_s4_k1_wgmma_ws"));
+    const auto k = generate_gemm_kernel(rm, *parse_perf_config("128x256x64_w8x1_s3_k1_wgmma_ws"),
+                                        default_epilogue(rm, shape{dtype::f16, {300, 200}}), "k");
+    EXPECT_TRUE(k.arch_specific);
+    EXPECT_EQ(k.launch.block[0], 384u);
+    EXPECT_EQ(k.launch.grid[0], 3u); // 3 x 1 tiles of 128 x 256
+    EXPECT_CONTAINS(k.code, "cx_ws_produce_tile<3, 1>");
+    EXPECT_CONTAINS(k.code, "cx_ws_claim_registers<208>");
 }
 
 TEST(CudaGemmKernel, WgmmaKernelsCompileForSm90a) {

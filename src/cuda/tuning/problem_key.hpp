@@ -16,7 +16,8 @@ struct gemm_problem;
 
 // Bumped whenever a change to the gemm generator can change which config is fastest or which
 // configs are valid: entries of other versions are re-tuned.
-inline constexpr const char* gemm_generator_version = "gemm-7"; // 7: the wgmma family
+// 7: the wgmma family; 8: its warp-specialised persistent form (_ws)
+inline constexpr const char* gemm_generator_version = "gemm-8";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...

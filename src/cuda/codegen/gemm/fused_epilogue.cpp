@@ -225,10 +225,13 @@ bool can_fuse(const perf_config& c, const gemm_problem& p, const epilogue_module
     const epilogue_shape s = analyse_epilogue(p, e);
     if (!s.unsupported.empty()) return fail(s.unsupported);
     if (s.walk_required) {
-        const std::size_t staged = staged_store_bytes(p, c, s.walk);
+        const std::size_t staged = kernel_shared_bytes(p, c, s.walk);
         if (staged > limits.shared_per_block)
-            return fail("the staged store of a transposed output needs " + gemm::kib(staged) +
-                        " of shared memory, the device allows " +
+            return fail(std::string(c.warp_specialised
+                                        ? "the pipeline and the staged store of a transposed "
+                                          "output need "
+                                        : "the staged store of a transposed output needs ") +
+                        gemm::kib(staged) + " of shared memory, the device allows " +
                         gemm::kib(limits.shared_per_block));
     }
     if (why) why->clear();

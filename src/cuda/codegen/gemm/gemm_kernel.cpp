@@ -78,9 +78,10 @@ std::string epilogue_call(const gemm_problem& p, const gemm_epilogue& e,
     return function + "($V, (long long)cx_z, (long long)($M), (long long)($N)" + args + ");";
 }
 
-std::string device_headers(bool wgmma = false) {
+std::string device_headers(bool wgmma = false, bool warp_specialised = false) {
     std::vector<std::string> headers{"types.cuh", "gemm.cuh"};
     if (wgmma) headers.push_back("wgmma.cuh");
+    if (warp_specialised) headers.push_back("gemm_ws.cuh");
     return text::include_prelude(headers) + text::suppress_unused_warnings;
 }
 
@@ -118,6 +119,11 @@ std::size_t staged_store_bytes(const gemm_problem& p, const perf_config& c, stor
     return rows * cols * size_of(p.type);
 }
 
+std::size_t kernel_shared_bytes(const gemm_problem& p, const perf_config& c, store_walk walk) {
+    const std::size_t pipeline = shared_bytes(c, p), staged = staged_store_bytes(p, c, walk);
+    return c.warp_specialised ? pipeline + staged : std::max(pipeline, staged);
+}
+
 std::size_t split_k_workspace_bytes(const gemm_problem& p, const perf_config& c) {
     if (c.split_k <= 1) return 0;
     return std::size_t(c.split_k) * p.batch() * p.m * p.n * accumulator_bytes(p.type);
@@ -138,13 +144,14 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     const std::string& S = ctx.storage;
 
     store_walk walk = split ? store_walk::direct : epilogue.walk;
-    const std::size_t stage_bytes = staged_store_bytes(p, c, walk);
-    if (stage_bytes > limits.shared_per_block) {
+    if (kernel_shared_bytes(p, c, walk) > limits.shared_per_block) {
         CONFLUX_ASSERT(!epilogue.walk_required, "the staged store of ", to_string(c), " needs ",
-                       stage_bytes, " bytes of shared memory, the device allows ",
+                       kernel_shared_bytes(p, c, walk),
+                       " bytes of shared memory with the pipeline, the device allows ",
                        limits.shared_per_block);
         walk = store_walk::direct;
     }
+    const bool ws = c.warp_specialised;
 
     kernel_source k;
     k.entry = entry;
@@ -152,7 +159,7 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     k.outputs = split ? 1 : epilogue.parameters.size() - epilogue.inputs;
     k.arch_specific = plan->wgmma;
     std::string& s = k.code;
-    s += device_headers(plan->wgmma);
+    s += device_headers(plan->wgmma, ws);
     s += "// " + to_string(c) + " for " + to_string(p) + "\n";
     s += "typedef " + off_t + " cx_offset;\n\n";
     if (!split) s += epilogue.code + "\n";
@@ -172,30 +179,30 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         k.launch.block = {plan->threads, 1, 1};
         return k;
     }
-    const std::string in = "    ";
+    const std::string in = "    ", in2 = "        ";
     // wgmma's swizzle patterns repeat every 1024 bytes and must start on such a boundary.
     s += in + "extern __shared__ __align__(" + (plan->wgmma ? "1024" : "128") +
          ") unsigned char cx_smem[];\n";
     s += in + "const unsigned cx_smem_base = cx_shared_address(cx_smem);\n";
-    s += in + "const int cx_tid = threadIdx.x, cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
 
-    // Block -> (split, z, tile row, tile column): cx_gemm_tile_of_block in gemm.cuh, tile rows
-    // in groups of 8.
+    // Block (or a _ws block's tile) -> (split, z, tile row, tile column): cx_gemm_tile_of_block
+    // in gemm.cuh, tile rows in groups of 8.
     const std::size_t group_rows = std::min<std::size_t>(8, plan->tiles_m);
-    s += in + "int cx_split, cx_z;\n";
-    s += in + "cx_offset cx_m0, cx_n0;\n";
-    s += in + "cx_gemm_tile_of_block<" + std::to_string(c.split_k) + ", " +
-         std::to_string(p.batch()) + ", " + std::to_string(plan->tiles_m) + ", " +
-         std::to_string(plan->tiles_n) + ", " + std::to_string(group_rows) + ", " +
-         std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) +
-         ">(blockIdx.x, cx_split, cx_z, cx_m0, cx_n0);\n";
-    s += in + "const " + S + "* cx_a = in0 + " + batch_offset(p, p.a, off_t) + ";\n";
-    s += in + "const " + S + "* cx_b = in1 + " + batch_offset(p, p.b, off_t) + ";\n";
-
+    auto tile_of = [&](const std::string& block, const std::string& indent) {
+        return indent + "int cx_split, cx_z;\n" + indent + "cx_offset cx_m0, cx_n0;\n" + indent +
+               "cx_gemm_tile_of_block<" + std::to_string(c.split_k) + ", " +
+               std::to_string(p.batch()) + ", " + std::to_string(plan->tiles_m) + ", " +
+               std::to_string(plan->tiles_n) + ", " + std::to_string(group_rows) + ", " +
+               std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ">(" + block +
+               ", cx_split, cx_z, cx_m0, cx_n0);\n";
+    };
+    auto operands = [&](const std::string& indent) {
+        return indent + "const " + S + "* cx_a = in0 + " + batch_offset(p, p.a, off_t) + ";\n" +
+               indent + "const " + S + "* cx_b = in1 + " + batch_offset(p, p.b, off_t) + ";\n";
+    };
     const auto a = gemm::operand_loader(ctx, true);
     const auto b = gemm::operand_loader(ctx, false);
-    s += a.setup + b.setup;
-    s +=
+    const std::string load_tiles =
         in + "auto cx_load_tiles = [&](int cx_slot, int cx_kt) {\n" + a.load + b.load + in + "};\n";
 
     // Staged: element (m, n) of the tile parks at row-major [m][n] (n_major) or [n][m]
@@ -220,64 +227,117 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
             : "";
     const auto compute = gemm::warp_compute(ctx, store, pair_store);
     s.insert(functions_at, compute.functions);
-    s += compute.setup;
-    s += in + "auto cx_multiply = [&](int cx_slot) {\n" + compute.tile + in + "};\n";
-
-    // This block's K-tiles, then the pipeline (cx_gemm_k_loop in gemm.cuh).
-    if (split) {
-        s += in + "const int cx_kt_begin = cx_split * " +
-             text::integer_literal(plan->k_tiles_per_split) + ";\n";
-        s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) +
-             " - cx_kt_begin < " + text::integer_literal(plan->k_tiles_per_split) + " ? " +
-             text::integer_literal(plan->k_tiles) +
-             " - cx_kt_begin : " + text::integer_literal(plan->k_tiles_per_split) + ";\n";
-    } else {
-        s += in + "const int cx_kt_begin = 0;\n";
-        s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) + ";\n";
-    }
-    const unsigned ahead = plan->wgmma ? c.stages - 2 : c.stages - 1;
-    s += in + "cx_gemm_k_loop<" + std::to_string(c.stages) + ", " + std::to_string(ahead) +
-         ">(cx_kt_begin, cx_kt_count, cx_load_tiles, cx_multiply, [] {" +
-         (plan->wgmma ? " cx_fence_proxy_async(); " : "") + "});\n";
-    s += compute.finish;
-    if (staged) {
-        // Every warp must be done reading the pipeline's tiles before they are overwritten.
-        s += in + "__syncthreads();\n";
-        s += in + S + "* cx_stage = reinterpret_cast<" + S + "*>(cx_smem);\n";
-    }
-    s += compute.store;
-    if (staged) {
+    const std::string multiply =
+        in + "auto cx_multiply = [&](int cx_slot) {\n" + compute.tile + in + "};\n";
+    // The staged tile read back by the storing threads (cx_tid of `threads`).
+    auto staged_walk = [&](unsigned threads) {
         const bool by_n = walk == store_walk::n_major;
         // A thread takes `lanes` consecutive staged elements of one row at a time (an n_major
         // walk whose epilogue has cx_epilogue_vec), else one.
         const unsigned lanes =
             by_n && epilogue.lanes > 1 && c.tile_n % epilogue.lanes == 0 ? epilogue.lanes : 1;
-        s += in + "__syncthreads();\n";
-        s += in + "cx_gemm_staged_walk<" + std::to_string(c.tile_m) + ", " +
-             std::to_string(c.tile_n) + ", " + std::to_string(lanes) + ", " +
-             std::to_string(plan->threads) + ", " + std::to_string(stage_cols) + ", " +
-             (by_n ? "true" : "false") + ">(cx_stage, cx_tid, cx_m0, cx_n0, (cx_offset)" +
-             text::integer_literal(p.m) + ", (cx_offset)" + text::integer_literal(p.n) +
-             ", [&](cx_offset m, cx_offset n, const " + S + "* cx_at) {\n";
+        std::string w = in + "cx_gemm_staged_walk<" + std::to_string(c.tile_m) + ", " +
+                        std::to_string(c.tile_n) + ", " + std::to_string(lanes) + ", " +
+                        std::to_string(threads) + ", " + std::to_string(stage_cols) + ", " +
+                        (by_n ? "true" : "false") +
+                        ">(cx_stage, cx_tid, cx_m0, cx_n0, (cx_offset)" +
+                        text::integer_literal(p.m) + ", (cx_offset)" + text::integer_literal(p.n) +
+                        ", [&](cx_offset m, cx_offset n, const " + S + "* cx_at) {\n";
         if (lanes == 1) {
-            s += in + "    " +
+            w += in2 +
                  gemm::fill_store_format(epilogue_call(p, epilogue), "cx_load(cx_at)", "m", "n") +
                  "\n";
         } else {
-            s += in + "    " + ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n";
-            s += in + "    cx_gemm_staged_chunk(cx_at, cx_v);\n";
-            s += in + "    " +
+            w += in2 + ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n";
+            w += in2 + "cx_gemm_staged_chunk(cx_at, cx_v);\n";
+            w += in2 +
                  gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_vec"), "cx_v", "m",
                                          "n") +
                  "\n";
         }
-        s += in + "});\n";
+        return w + in + "});\n";
+    };
+
+    if (ws) {
+        // kernels/gemm_ws.cuh: the producer warpgroup (threads 0-127) copies, the warps after it
+        // multiply and store; both walk the block's tiles in the same order.
+        const std::size_t ring = plan->shared_bytes - plan->barrier_bytes;
+        const std::string stages = std::to_string(c.stages), lag = std::to_string(c.stages - 2);
+        const std::string blocks = std::to_string(plan->blocks);
+        const std::string k_tiles = text::integer_literal(plan->k_tiles);
+        s += in + "const unsigned cx_bars = cx_smem_base + " + std::to_string(ring) + "u;\n";
+        s += in + "cx_ws_init<" + stages + ", " + std::to_string(plan->load_threads) + ", " +
+             std::to_string(plan->compute_threads / 32) + ">(cx_bars);\n";
+        s += in + "int cx_it = 0;\n";
+        s += in + "if (threadIdx.x < " + std::to_string(plan->load_threads) + ") {\n";
+        if (plan->producer_registers != 0)
+            s += in + "cx_ws_release_registers<" + std::to_string(plan->producer_registers) +
+                 ">();\n";
+        s += in + "const int cx_tid = threadIdx.x;\n";
+        s += in + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks +
+             "; cx_tile += gridDim.x) {\n";
+        s += tile_of("cx_tile", in) + operands(in) + a.setup + b.setup + load_tiles;
+        s += in + "cx_ws_produce_tile<" + stages + ", " + lag + ">(cx_bars, cx_it, " + k_tiles +
+             ", cx_load_tiles);\n";
+        s += in + "}\n";
+        s += in + "cx_ws_produce_drain<" + stages + ", " + lag + ">(cx_bars, cx_it);\n";
+        s += in + "} else {\n";
+        if (plan->consumer_registers != 0)
+            s +=
+                in + "cx_ws_claim_registers<" + std::to_string(plan->consumer_registers) + ">();\n";
+        s += in + "const int cx_tid = threadIdx.x - " + std::to_string(plan->load_threads) +
+             ", cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
+        if (staged)
+            s += in + S + "* cx_stage = reinterpret_cast<" + S + "*>(cx_smem + " +
+                 std::to_string(plan->shared_bytes) + ");\n";
+        s += in + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks +
+             "; cx_tile += gridDim.x) {\n";
+        s += tile_of("cx_tile", in) + compute.setup + multiply;
+        s += in + "cx_ws_consume_tile<" + stages + ">(cx_bars, cx_it, " + k_tiles +
+             ", cx_lane, cx_multiply);\n";
+        s += compute.finish;
+        const std::string consumer_sync =
+            in + "cx_ws_consumer_sync<" + std::to_string(plan->compute_threads) + ">();\n";
+        // Before parking this tile, every consumer is done reading the last one back.
+        if (staged) s += consumer_sync;
+        s += compute.store;
+        if (staged) s += consumer_sync + staged_walk(plan->compute_threads);
+        s += in + "}\n";
+        s += in + "}\n";
+    } else {
+        s += in + "const int cx_tid = threadIdx.x, cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
+        s += tile_of("blockIdx.x", in) + operands(in) + a.setup + b.setup + load_tiles;
+        s += compute.setup + multiply;
+        // This block's K-tiles, then the pipeline (cx_gemm_k_loop in gemm.cuh).
+        if (split) {
+            s += in + "const int cx_kt_begin = cx_split * " +
+                 text::integer_literal(plan->k_tiles_per_split) + ";\n";
+            s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) +
+                 " - cx_kt_begin < " + text::integer_literal(plan->k_tiles_per_split) + " ? " +
+                 text::integer_literal(plan->k_tiles) +
+                 " - cx_kt_begin : " + text::integer_literal(plan->k_tiles_per_split) + ";\n";
+        } else {
+            s += in + "const int cx_kt_begin = 0;\n";
+            s += in + "const int cx_kt_count = " + text::integer_literal(plan->k_tiles) + ";\n";
+        }
+        const unsigned ahead = plan->wgmma ? c.stages - 2 : c.stages - 1;
+        s += in + "cx_gemm_k_loop<" + std::to_string(c.stages) + ", " + std::to_string(ahead) +
+             ">(cx_kt_begin, cx_kt_count, cx_load_tiles, cx_multiply, [] {" +
+             (plan->wgmma ? " cx_fence_proxy_async(); " : "") + "});\n";
+        s += compute.finish;
+        if (staged) {
+            // Every warp must be done reading the pipeline's tiles before they are overwritten.
+            s += in + "__syncthreads();\n";
+            s += in + S + "* cx_stage = reinterpret_cast<" + S + "*>(cx_smem);\n";
+        }
+        s += compute.store;
+        if (staged) s += in + "__syncthreads();\n" + staged_walk(plan->threads);
     }
     s += "}\n";
 
-    k.launch.grid = {unsigned(plan->blocks), 1, 1};
+    k.launch.grid = {unsigned(plan->grid), 1, 1};
     k.launch.block = {plan->threads, 1, 1};
-    k.launch.shared_bytes = unsigned(std::max(plan->shared_bytes, stage_bytes));
+    k.launch.shared_bytes = unsigned(kernel_shared_bytes(p, c, walk));
     return k;
 }
 

@@ -93,7 +93,7 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     const std::string row0 = is_a ? "cx_m0" : "cx_n0";
     const std::size_t rows = is_a ? p.m : p.n;
     const bool rows_exact = rows % t.rows == 0;
-    const unsigned T = plan.threads;
+    const unsigned T = plan.load_threads; // a _ws kernel's producer warpgroup, else the block
     const unsigned L = t.loads_per_thread;
     const unsigned vpr = t.inner / t.vector; // vectors per shared row
     const std::size_t total = std::size_t(t.outer) * vpr;

@@ -131,6 +131,32 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
         return std::nullopt;
     }
     k.threads = c.threads();
+    k.load_threads = k.compute_threads = k.threads;
+    if (c.warp_specialised) {
+        if (!c.wgmma) {
+            fail(why, "_ws is a form of the wgmma kernel");
+            return std::nullopt;
+        }
+        if (c.split_k != 1) {
+            fail(why, "a _ws block walks over whole output tiles: split-K must be 1, not " +
+                          std::to_string(c.split_k));
+            return std::nullopt;
+        }
+        if (k.threads > 1024) {
+            fail(why, std::to_string(c.warps_m * c.warps_n) +
+                          " multiplying warps and the producer warpgroup exceed 1024 threads");
+            return std::nullopt;
+        }
+        k.load_threads = perf_config::producer_threads;
+        k.compute_threads = k.threads - k.load_threads;
+        // Launch bounds of 384 threads leave 168 registers a thread; the producers' loader state
+        // needs far fewer, the consumers' accumulators (up to 128) and epilogue more.
+        if (k.compute_threads >= 256) {
+            k.producer_registers = 96;
+            const unsigned left = 65536 - k.load_threads * k.producer_registers;
+            k.consumer_registers = std::min(240u, left / k.compute_threads / 8 * 8);
+        }
+    }
     if (c.stages < 2 || c.stages > 8) {
         fail(why, "the cp.async pipeline needs 2 to 8 stages, not " + std::to_string(c.stages));
         return std::nullopt;
@@ -211,10 +237,10 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
         return std::nullopt;
     }
     const bool conv = p.family == gemm_family::convolution;
-    if (!plan_tile(k.a, conv ? "the input" : "A", p.a, c.tile_m, c, k.element_bytes, k.threads,
+    if (!plan_tile(k.a, conv ? "the input" : "A", p.a, c.tile_m, c, k.element_bytes, k.load_threads,
                    why) ||
-        !plan_tile(k.b, conv ? "the weights" : "B", p.b, c.tile_n, c, k.element_bytes, k.threads,
-                   why))
+        !plan_tile(k.b, conv ? "the weights" : "B", p.b, c.tile_n, c, k.element_bytes,
+                   k.load_threads, why))
         return std::nullopt;
     if (c.wgmma) {
         // An M/N-major operand's warpgroup share starts on a block (its descriptor's start).
@@ -229,7 +255,9 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
             return std::nullopt;
         }
     }
-    k.shared_bytes = std::size_t(c.stages) * (k.a.stage_bytes + k.b.stage_bytes);
+    // _ws: a full and an empty mbarrier per stage after the stages.
+    k.barrier_bytes = c.warp_specialised ? 16 * std::size_t(c.stages) : 0;
+    k.shared_bytes = std::size_t(c.stages) * (k.a.stage_bytes + k.b.stage_bytes) + k.barrier_bytes;
     if (k.shared_bytes > limits.shared_per_block) {
         fail(why, "the pipeline needs " + kib(k.shared_bytes) +
                       " of shared memory, the device allows " + kib(limits.shared_per_block));
@@ -255,6 +283,7 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
         return std::nullopt;
     }
     k.blocks = k.tiles_m * k.tiles_n * p.batch() * c.split_k;
+    k.grid = c.warp_specialised ? std::min<std::size_t>(k.blocks, limits.sm_count) : k.blocks;
     return k;
 }
 

@@ -41,6 +41,12 @@ struct tile_plan {
 struct kernel_plan {
     perf_config config;
     unsigned threads = 0;
+    // Threads that copy the operand tiles and threads that multiply and store: all of the block,
+    // or for a _ws config the producer warpgroup (threads 0-127) and the warps after it.
+    unsigned load_threads = 0, compute_threads = 0;
+    // _ws with two or more multiplying warpgroups: the registers each side keeps (setmaxnreg),
+    // 0 when every thread keeps what the launch bounds give.
+    unsigned producer_registers = 0, consumer_registers = 0;
     unsigned element_bytes = 0;
     bool mma = false;    // tensor cores (else SIMT FMA)
     bool wgmma = false;  // warpgroup MMA from swizzled shared memory (else mma.sync)
@@ -56,6 +62,10 @@ struct kernel_plan {
     std::size_t k_tiles = 0;           // tiles of tile_k along K
     std::size_t k_tiles_per_split = 0; // each split's share (the last may have fewer)
     std::size_t tiles_m = 0, tiles_n = 0, blocks = 0;
+    // Blocks launched: one per output tile (and split), or for a _ws config at most one per SM,
+    // each walking over the tiles. The ring's barriers (_ws) follow the stages in shared memory.
+    std::size_t grid = 0;
+    std::size_t barrier_bytes = 0;
 };
 
 // nullopt with *why set when the kernel cannot run the problem with this config.

@@ -53,6 +53,7 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
         c.simt = true;
     else if (take(s, "_wgmma"))
         c.wgmma = true;
+    if (c.wgmma && take(s, "_ws")) c.warp_specialised = true;
     if (!s.empty()) return std::nullopt;
     return c;
 }
@@ -68,6 +69,7 @@ std::string to_string(const perf_config& c) {
     if (c.vector != 0) s += "_v" + std::to_string(c.vector);
     if (c.simt) s += "_simt";
     if (c.wgmma) s += "_wgmma";
+    if (c.warp_specialised) s += "_ws";
     return s;
 }
 

@@ -1,7 +1,7 @@
 // A perf config names one variant of the generated GEMM / implicit-GEMM convolution kernel
 // (gemm_kernel.hpp). Its text is what the problem cache stores and what --perf-config takes:
 //
-//   <M>x<N>x<K>_w<A>x<B>_s<S>_k<P>[_v<V>][_simt|_wgmma]
+//   <M>x<N>x<K>_w<A>x<B>_s<S>_k<P>[_v<V>][_simt|_wgmma[_ws]]
 //
 //   M x N x K   the block's tile: rows of A / the output, columns of B / the output, and the
 //               depth of one pipeline step along the reduction
@@ -17,9 +17,14 @@
 //               consecutive warps along M form a warpgroup that multiplies its
 //               (M / (A/4)) x (N / B) share of the tile straight from shared memory, the
 //               tiles laid out in the swizzled form wgmma reads (gemm_wgmma_compute.cpp)
+//   ws          (after wgmma) warp-specialised and persistent (kernels/gemm_ws.cuh): one more
+//               warpgroup that only copies tiles into the S-stage ring, the A x B warps only
+//               multiply and store, the stages handed over through mbarriers, and each block
+//               walks over output tiles so that the next tile's copies overlap this one's
+//               epilogue; split-K 1 only
 //
 // e.g. "128x128x32_w2x2_s3_k1", "64x64x16_w2x2_s2_k1_simt", "128x256x32_w2x4_s3_k2_v8",
-// "128x256x64_w8x1_s4_k1_wgmma".
+// "128x256x64_w8x1_s4_k1_wgmma", "128x256x64_w8x1_s3_k1_wgmma_ws".
 //
 // A depthwise convolution (one input channel per group) may also run on the depthwise kernel
 // family (depthwise_kernel.hpp), whose configs read
@@ -57,15 +62,21 @@ struct perf_config {
     unsigned vector = 0; // 0: each operand's widest; depthwise: channels per thread
     bool simt = false;
     bool wgmma = false;
-    unsigned outputs = 0;       // depthwise: outputs per thread along the innermost spatial axis
-    unsigned block_threads = 0; // depthwise: threads per block
+    bool warp_specialised = false; // _ws: a producer warpgroup more, persistent blocks
+    unsigned outputs = 0;          // depthwise: outputs per thread along the innermost spatial axis
+    unsigned block_threads = 0;    // depthwise: threads per block
     kernel_family family = kernel_family::implicit_gemm;
 
     bool is_depthwise() const { return family == kernel_family::depthwise; }
     // Whether f32 operands are rounded to tf32 (tensor cores): the SIMT and depthwise kernels
     // multiply in exact f32.
     bool rounds_f32_to_tf32() const { return !simt && !wgmma && !is_depthwise(); }
-    unsigned threads() const { return is_depthwise() ? block_threads : 32 * warps_m * warps_n; }
+    unsigned threads() const {
+        return is_depthwise() ? block_threads
+                              : 32 * warps_m * warps_n + (warp_specialised ? producer_threads : 0);
+    }
+    // The producer warpgroup of a _ws config.
+    static constexpr unsigned producer_threads = 128;
     friend bool operator==(const perf_config&, const perf_config&) = default;
 };
 

@@ -1,0 +1,127 @@
+// The warp-specialised, persistent form of the wgmma GEMM kernel (_wgmma_ws configs; the
+// generator's assembly is in src/cuda/codegen/gemm/gemm_kernel.cpp). The block's first
+// warpgroup only copies operand tiles into a ring of shared-memory stages (cp.async, through the
+// same loaders as every other GEMM kernel); the other warpgroups only multiply (wgmma) and store.
+// The two sides hand stages to each other through mbarriers, not block-wide barriers, so the
+// copies run as far ahead as the ring allows, and the block walks over output tiles (blockIdx.x,
+// then every gridDim.x-th), so the copies of its next tile overlap the epilogue of this one.
+//
+// Two barriers per stage at `bars` (shared-state-space addresses, 8 bytes each):
+//   full[s]  = bars + 8 s: completes once every producer thread's copies into stage s have
+//              landed. Count: the producer threads. Each waits for its own copies, fences them
+//              towards the async proxy that wgmma reads through, then arrives, so the consumer's
+//              wait orders the copies before its wgmma as the block-wide barrier does in the
+//              other kernels.
+//   empty[s] = bars + 8 (STAGES + s): completes once every consumer warp's wgmma has finished
+//              reading stage s. Count: the consumer warps; lane 0 arrives after the warpgroup's
+//              wait.
+// The ring's iterations are counted over the block's whole tile walk, the same on both sides:
+// iteration i uses stage i % STAGES for the (i / STAGES)-th time, so its full phase has parity
+// (i / STAGES) & 1 and, from the second round on, the producer first waits for the empty phase
+// of the round before.
+#pragma once
+
+#include "conflux/gemm.cuh"
+#include "conflux/wgmma.cuh"
+
+__device__ __forceinline__ void cx_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void cx_mbar_arrive(unsigned bar) {
+    asm volatile(
+        "{\n.reg .b64 cx_state;\nmbarrier.arrive.shared::cta.b64 cx_state, [%0];\n}\n" ::"r"(bar)
+        : "memory");
+}
+
+// Returns once the phase of parity `parity` has completed.
+__device__ __forceinline__ void cx_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred cx_p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 cx_p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, cx_p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// A barrier among the consumer warps only (id 1; __syncthreads is id 0).
+template <int THREADS> __device__ __forceinline__ void cx_ws_consumer_sync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(THREADS) : "memory");
+}
+
+// The register budget of a warpgroup from here on (setmaxnreg, sm_90a): the producers give
+// registers back so that the consumers' accumulators fit. Every thread of the warpgroup runs it.
+template <int REGS> __device__ __forceinline__ void cx_ws_release_registers() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS> __device__ __forceinline__ void cx_ws_claim_registers() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+template <int STAGES> __device__ __forceinline__ unsigned cx_ws_full(unsigned bars, int stage) {
+    return bars + 8u * (unsigned)stage;
+}
+template <int STAGES> __device__ __forceinline__ unsigned cx_ws_empty(unsigned bars, int stage) {
+    return bars + 8u * (unsigned)(STAGES + stage);
+}
+
+// One thread initialises the ring's barriers; the block-wide barrier after it publishes them.
+template <int STAGES, int PRODUCERS, int CONSUMER_WARPS>
+__device__ __forceinline__ void cx_ws_init(unsigned bars) {
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            cx_mbar_init(cx_ws_full<STAGES>(bars, s), PRODUCERS);
+            cx_mbar_init(cx_ws_empty<STAGES>(bars, s), CONSUMER_WARPS);
+        }
+    }
+    __syncthreads();
+}
+
+// The producer's share of one output tile: K-tiles 0 .. k_tiles - 1 copied into the ring by
+// load(stage, kt). A stage is announced full LAG iterations after its copies were issued, when
+// waiting for them leaves LAG groups in flight; LAG = STAGES - 2 keeps the ring deadlock-free
+// (the consumers release a stage only after multiplying the next one).
+template <int STAGES, int LAG, class Load>
+__device__ __forceinline__ void cx_ws_produce_tile(unsigned bars, int& it, int k_tiles,
+                                                   Load& load) {
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int stage = it % STAGES;
+        if (it >= STAGES) cx_mbar_wait(cx_ws_empty<STAGES>(bars, stage), (it / STAGES - 1) & 1);
+        load(stage, kt);
+        cx_cp_async_commit();
+        if (it >= LAG) {
+            cx_cp_async_wait<LAG>();
+            cx_fence_proxy_async();
+            cx_mbar_arrive(cx_ws_full<STAGES>(bars, (it - LAG) % STAGES));
+        }
+    }
+}
+
+// After the producer's last tile: the stages not yet announced.
+template <int STAGES, int LAG>
+__device__ __forceinline__ void cx_ws_produce_drain(unsigned bars, int it) {
+    cx_cp_async_wait<0>();
+    cx_fence_proxy_async();
+    for (int i = it - LAG < 0 ? 0 : it - LAG; i < it; ++i)
+        cx_mbar_arrive(cx_ws_full<STAGES>(bars, i % STAGES));
+}
+
+// The consumers' share of one output tile: multiply(stage) issues a stage's wgmma and waits
+// until only that group is running (cx_wgmma_stage), so the stage before it is released then,
+// and the last one after the final wait.
+template <int STAGES, class Multiply>
+__device__ __forceinline__ void cx_ws_consume_tile(unsigned bars, int& it, int k_tiles, int lane,
+                                                   Multiply& multiply) {
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int stage = it % STAGES;
+        cx_mbar_wait(cx_ws_full<STAGES>(bars, stage), (it / STAGES) & 1);
+        multiply(stage);
+        if (kt > 0 && lane == 0) cx_mbar_arrive(cx_ws_empty<STAGES>(bars, (it - 1) % STAGES));
+    }
+    cx_wgmma_wait<0>();
+    if (k_tiles > 0 && lane == 0) cx_mbar_arrive(cx_ws_empty<STAGES>(bars, (it - 1) % STAGES));
+}
