@@ -4,7 +4,8 @@
 //   (a) a valid config that cannot fuse the op (split-K),
 //   (b) a config that is not valid for the problem,
 //   (c) a string that is not a config,
-//   (d) the tuned config under another generator version;
+//   (d) the tuned config under another generator version,
+//   (e) (f16 on Hopper) a config of the warp-specialised wgmma family;
 // every compile succeeds, its results match the reference target, and the trace says what was
 // done with the entry (reused and split; or warned about, re-tuned and replaced). Without a GPU
 // it prints "no CUDA device" and CTest reports it skipped.
@@ -116,8 +117,9 @@ TEST_P(ProblemCacheRegression, EverySeededEntryCompilesAndMatchesTheReference) {
         ASSERT_EQ(entries.size(), 1u);
         tuned = entries[0];
     }
-    // A split-K config valid for this problem, from the candidates the compile ranked.
-    std::string split_k;
+    // A split-K config valid for this problem, from the candidates the compile ranked, and (f16
+    // on Hopper) one of the warp-specialised wgmma family.
+    std::string split_k, warp_specialised;
     {
         cuda::compile_options o;
         o.tune = cuda::tune_mode::none;
@@ -126,6 +128,8 @@ TEST_P(ProblemCacheRegression, EverySeededEntryCompilesAndMatchesTheReference) {
         for (const auto& c : compiled.anchor_candidates().at(0)) {
             auto parsed = cuda::parse_perf_config(c);
             if (parsed && parsed->split_k > 1) split_k = c;
+            if (parsed && parsed->warp_specialised && warp_specialised.empty())
+                warp_specialised = c;
         }
     }
     ASSERT_FALSE(split_k.empty()) << "the candidate space has no split-K config for this problem";
@@ -135,8 +139,9 @@ TEST_P(ProblemCacheRegression, EverySeededEntryCompilesAndMatchesTheReference) {
         std::string config, version;
         const char* expect_trace;
         bool warns;
+        bool splits = true; // reused through the split path (else as it is, fused or split)
     };
-    const std::vector<seed> seeds{
+    std::vector<seed> seeds{
         {"(a) split-K, cannot fuse", split_k, tuned.generator_version, "split-K", false},
         {"(b) not valid here", "256x256x64_w4x4_s4_k1", tuned.generator_version, "not valid here",
          true},
@@ -144,6 +149,9 @@ TEST_P(ProblemCacheRegression, EverySeededEntryCompilesAndMatchesTheReference) {
          true},
         {"(d) another generator version", tuned.config, "gemm-0", "by generator gemm-0", true},
     };
+    if (!warp_specialised.empty())
+        seeds.push_back({"(e) a warp-specialised config", warp_specialised, tuned.generator_version,
+                         "problem cache: ", false, false});
     for (const seed& s : seeds) {
         SCOPED_TRACE(std::string(s.name) + " " + std::string(to_string(t)) +
                      (tail ? " with tail" : ""));
@@ -169,9 +177,10 @@ TEST_P(ProblemCacheRegression, EverySeededEntryCompilesAndMatchesTheReference) {
             EXPECT_TRUE(cuda::parse_perf_config(after[0].config).has_value()) << after[0].config;
             EXPECT_EQ(after[0].generator_version, tuned.generator_version);
         } else {
-            // Reused as it is, through the split path.
+            // Reused as it is (split-K through the split path).
             EXPECT_TRUE(contains(r.trace, "problem cache: " + s.config)) << joined(r.trace);
-            EXPECT_TRUE(contains(r.trace, tail ? "-> 3-way" : "-> 2-way")) << joined(r.trace);
+            if (s.splits)
+                EXPECT_TRUE(contains(r.trace, tail ? "-> 3-way" : "-> 2-way")) << joined(r.trace);
             EXPECT_EQ(after[0].config, s.config);
         }
     }
