@@ -179,8 +179,9 @@ TEST_P(ProblemCacheRegression, EverySeededEntryCompilesAndMatchesTheReference) {
         } else {
             // Reused as it is (split-K through the split path).
             EXPECT_TRUE(contains(r.trace, "problem cache: " + s.config)) << joined(r.trace);
-            if (s.splits)
+            if (s.splits) {
                 EXPECT_TRUE(contains(r.trace, tail ? "-> 3-way" : "-> 2-way")) << joined(r.trace);
+            }
             EXPECT_EQ(after[0].config, s.config);
         }
     }
