@@ -642,12 +642,13 @@ TEST(CudaGemmConfig, WarpSpecialisedConfigsParseAndStateTheirConstraints) {
     EXPECT_EQ(plan->grid, 132u); // one block per SM walks over the 512 tiles
     EXPECT_EQ(plan->blocks, 512u);
     EXPECT_EQ(plan->barrier_bytes, 48u);
-    // The producers give registers to the two multiplying warpgroups: 128 x 96 + 256 x 208.
-    EXPECT_EQ(plan->producer_registers, 96u);
+    // The producers give registers to the two multiplying warpgroups, within the block's pool
+    // of 384 x 168 (the launch bounds' share): 128 x 88 + 256 x 208.
+    EXPECT_EQ(plan->producer_registers, 88u);
     EXPECT_EQ(plan->consumer_registers, 208u);
     EXPECT_LE(plan->load_threads * plan->producer_registers +
                   plan->compute_threads * plan->consumer_registers,
-              65536u);
+              384u * 168u);
     // One multiplying warpgroup keeps the launch bounds' registers.
     const auto one = gemm::make_kernel_plan(*parse_perf_config("64x256x64_w4x1_s4_k1_wgmma_ws"),
                                             big, {}, nullptr);
@@ -691,6 +692,7 @@ TEST(CudaGemmKernel, WarpSpecialisedKernelsCompileForSm90a) {
     EXPECT_EQ(k.launch.grid[0], 3u); // 3 x 1 tiles of 128 x 256
     EXPECT_CONTAINS(k.code, "cx_ws_produce_tile<3, 1>");
     EXPECT_CONTAINS(k.code, "cx_ws_claim_registers<208>");
+    EXPECT_CONTAINS(k.code, "cx_ws_release_registers<88>");
 }
 
 TEST(CudaGemmKernel, WgmmaKernelsCompileForSm90a) {

@@ -149,12 +149,17 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
         }
         k.load_threads = perf_config::producer_threads;
         k.compute_threads = k.threads - k.load_threads;
-        // Launch bounds of 384 threads leave 168 registers a thread; the producers' loader state
-        // needs far fewer, the consumers' accumulators (up to 128) and epilogue more.
+        // The launch bounds give every thread the same registers (168 for 384 threads), and the
+        // block's pool is that many per thread: the producers' loader state needs fewer, the
+        // consumers' accumulators (up to 128) and epilogue more. What the producers give back is
+        // all the consumers can claim: a claim beyond the pool would wait forever.
         if (k.compute_threads >= 256) {
-            k.producer_registers = 96;
-            const unsigned left = 65536 - k.load_threads * k.producer_registers;
+            const unsigned launch = std::min(255u, 65536 / k.threads / 8 * 8);
+            const unsigned pool = launch * k.threads;
+            k.producer_registers = std::min(88u, launch);
+            const unsigned left = pool - k.load_threads * k.producer_registers;
             k.consumer_registers = std::min(240u, left / k.compute_threads / 8 * 8);
+            if (k.consumer_registers <= launch) k.producer_registers = k.consumer_registers = 0;
         }
     }
     if (c.stages < 2 || c.stages > 8) {
