@@ -87,8 +87,11 @@ run() {
         grep -E "loaded|^time|bit-identical" "$OUT/cfx_resnet50.log"
     fi
     if [ -d .gpu/python ]; then
+        # The GPU machine's Python has pytest plugins of its own (pytest-timeout) that the
+        # carried pytest does not know: none are loaded.
         step "python package (pytest, gpu tests)" python_package.log env \
             PYTHONPATH=.gpu/python:.gpu/python/pydeps CONFLUX_SOURCE_DIR="$(pwd)" \
+            PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \
             python3 -m pytest -q -p no:cacheprovider python/tests
     fi
     if [ -d .gpu/python ] && [ -f /tmp/resnet50_b32.onnx ]; then

@@ -539,6 +539,20 @@ void run_case(const test_case& tc, const device_info& dev, const gemm_device_lim
             std::printf("  (skipping %s: %s)\n", text.c_str(), why.c_str());
     }
     const auto epilogue = default_epilogue(*p, tc.out);
+    // An output whose fastest axis is m needs the staged store; a _ws config whose pipeline
+    // leaves no room for it cannot write this output, and the compiler splits instead (can_fuse
+    // says so): the split's own kernels are the other cases' business.
+    if (epilogue.walk_required)
+        std::erase_if(vs, [&](const variant& v) {
+            const bool fits =
+                v.config.is_depthwise() ||
+                kernel_shared_bytes(*p, v.config, epilogue.walk) <= limits.shared_per_block;
+            if (!fits)
+                std::printf("  (skipping %s: the staged store of this output does not fit beside "
+                            "its pipeline; the compiler splits)\n",
+                            to_string(v.config).c_str());
+            return !fits;
+        });
     std::optional<gemm_epilogue> depthwise_epilogue;
     if (is_depthwise(*p))
         depthwise_epilogue = default_epilogue(depthwise_epilogue_problem(*p), tc.out);
