@@ -70,7 +70,7 @@ for m in "${models[@]}"; do
             mkdir -p "$case_dir"
             flags=()
             [ $precision = fp16 ] && flags=(--fp16)
-            build/bin/conflux compile "$m" --target cuda --arch sm_90 --tune none "${flags[@]}" \
+            ${CONFLUX_BIN:-build/bin/conflux} compile "$m" --target cuda --arch sm_90 --tune none "${flags[@]}" \
                 --perf-config "$c" --no-kernel-cache --quiet --dump-kernels "$case_dir" >/dev/null
             for f in "$case_dir"/*.cubin; do
                 case "$f" in *gemm*|*split*) ;; *) continue ;; esac

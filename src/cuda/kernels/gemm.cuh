@@ -239,6 +239,65 @@ __device__ __forceinline__ void cx_mma_tf32(float (&d)[4], const unsigned (&a)[4
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// One stage of the mma.sync warps' multiply: KSTEPS k-steps, each loading the warp's FRAG_M A
+// fragments (load_a(f, mi, ks)) and FRAG_N B fragments, then issuing FRAG_M x FRAG_N m16n8
+// multiplies into acc. B fragments come one at a time (load_b(f, ni, ks)) or, PAIRED_B (ldmatrix
+// x4), two n-tiles per load (load_b_pair(r, ni, ks): r[0..1] for ni, r[2..3] for ni + 1) with an
+// odd last one through load_b. KIND: 0 f16, 1 bf16, 2 tf32 (the fragments rounded to tf32 first:
+// mma.tf32 would otherwise truncate them).
+template <int KSTEPS, int FRAG_M, int FRAG_N, bool PAIRED_B, int KIND, class LoadA, class LoadB,
+          class LoadBPair>
+__device__ __forceinline__ void cx_mma_stage(float (&acc)[FRAG_M][FRAG_N][4], LoadA&& load_a,
+                                             LoadB&& load_b, LoadBPair&& load_b_pair) {
+#pragma unroll
+    for (int ks = 0; ks < KSTEPS; ++ks) {
+        unsigned af[FRAG_M][4];
+        unsigned bf[FRAG_N][2];
+#pragma unroll
+        for (int mi = 0; mi < FRAG_M; ++mi)
+            load_a(af[mi], mi, ks);
+        if constexpr (PAIRED_B) {
+#pragma unroll
+            for (int ni = 0; ni + 1 < FRAG_N; ni += 2) {
+                unsigned r[4];
+                load_b_pair(r, ni, ks);
+                bf[ni][0] = r[0];
+                bf[ni][1] = r[1];
+                bf[ni + 1][0] = r[2];
+                bf[ni + 1][1] = r[3];
+            }
+            if constexpr (FRAG_N % 2 == 1) load_b(bf[FRAG_N - 1], FRAG_N - 1, ks);
+        } else {
+#pragma unroll
+            for (int ni = 0; ni < FRAG_N; ++ni)
+                load_b(bf[ni], ni, ks);
+        }
+        if constexpr (KIND == 2) {
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    af[i][j] = cx_to_tf32(af[i][j]);
+#pragma unroll
+            for (int i = 0; i < FRAG_N; ++i)
+#pragma unroll
+                for (int j = 0; j < 2; ++j)
+                    bf[i][j] = cx_to_tf32(bf[i][j]);
+        }
+#pragma unroll
+        for (int mi = 0; mi < FRAG_M; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < FRAG_N; ++ni) {
+                if constexpr (KIND == 0)
+                    cx_mma_f16(acc[mi][ni], af[mi], bf[ni]);
+                else if constexpr (KIND == 1)
+                    cx_mma_bf16(acc[mi][ni], af[mi], bf[ni]);
+                else
+                    cx_mma_tf32(acc[mi][ni], af[mi], bf[ni]);
+            }
+    }
+}
+
 // acc + a * b in the accumulator type of the SIMT path. Integers wrap (through unsigned) like
 // the reference target instead of overflowing into undefined behaviour.
 __device__ __forceinline__ float cx_gemm_fma(float a, float b, float acc) {
@@ -251,4 +310,43 @@ __device__ __forceinline__ long long cx_gemm_fma(long long a, long long b, long 
     return static_cast<long long>(static_cast<unsigned long long>(acc) +
                                   static_cast<unsigned long long>(a) *
                                       static_cast<unsigned long long>(b));
+}
+
+// One stage of the SIMT warps' multiply: TILE_K depths, each loading the thread's FRAG_M values
+// of A (load_a(i, kk)) and FRAG_N of B (load_b(j, kk)) from the stage and accumulating their
+// outer product with cx_gemm_fma.
+template <int TILE_K, int FRAG_M, int FRAG_N, class Acc, class LoadA, class LoadB>
+__device__ __forceinline__ void cx_simt_stage(Acc (&acc)[FRAG_M][FRAG_N], LoadA&& load_a,
+                                              LoadB&& load_b) {
+#pragma unroll
+    for (int kk = 0; kk < TILE_K; ++kk) {
+        Acc a[FRAG_M], b[FRAG_N];
+#pragma unroll
+        for (int i = 0; i < FRAG_M; ++i)
+            a[i] = load_a(i, kk);
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j)
+            b[j] = load_b(j, kk);
+#pragma unroll
+        for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+            for (int j = 0; j < FRAG_N; ++j)
+                acc[i][j] = cx_gemm_fma(a[i], b[j], acc[i][j]);
+    }
+}
+
+// The SIMT thread's accumulators: element (i, j) is at row m0 + 4 i and column n0 + 8 j; those
+// inside the rows x cols matrix go to store(m, n, v).
+template <int FRAG_M, int FRAG_N, class Offset, class Acc, class Store>
+__device__ __forceinline__ void cx_simt_store(const Acc (&acc)[FRAG_M][FRAG_N], Offset m0,
+                                              Offset n0, Offset rows, Offset cols, Store&& store) {
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j) {
+            const Offset m = m0 + i * 4;
+            const Offset n = n0 + j * 8;
+            if (m < rows && n < cols) store(m, n, acc[i][j]);
+        }
+    }
 }

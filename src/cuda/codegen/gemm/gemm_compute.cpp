@@ -83,85 +83,60 @@ compute_text mma_compute(const codegen_context& c, const std::string& store_call
     }
     s += in + "const int cx_g = cx_lane >> 2, cx_t = cx_lane & 3;\n";
 
-    // One stage: tile_k / k_step mma steps.
+    // One stage: tile_k / k_step mma steps (cx_mma_stage in gemm.cuh); the generator writes
+    // the fragment loads for the tiles' majors and swizzles.
     std::string& t = r.tile;
     t += in2 + "const unsigned cx_a_st = cx_smem_base + (unsigned)cx_slot * " +
          u(unsigned(k.a.stage_bytes)) + ";\n";
     t += in2 + "const unsigned cx_b_st = cx_smem_base + " +
          u(unsigned(k.config.stages * k.a.stage_bytes)) + " + (unsigned)cx_slot * " +
          u(unsigned(k.b.stage_bytes)) + ";\n";
-    t += in2 + "#pragma unroll\n" + in2 + "for (int ks = 0; ks < " +
-         std::to_string(k.config.tile_k / k.k_step) + "; ++ks) {\n";
-    t += in3 + "unsigned af[" + FM + "][4];\n" + in3 + "unsigned bf[" + FN + "][2];\n";
-    // A fragments.
-    t += in3 + "#pragma unroll\n" + in3 + "for (int mi = 0; mi < " + FM + "; ++mi) {\n";
+    // A fragment mi of k-step ks.
+    std::string load_a;
     if (scalar_a) {
-        t += in3 + "    const unsigned m = (unsigned)(cx_wm0 + mi * 16 + cx_g);\n";
-        t += in3 + "    const unsigned kk = (unsigned)(ks * 8 + cx_t);\n";
-        t += in3 + "    af[mi][0] = cx_lds32(cx_a_st + cx_a_tile_offset(kk, m));\n";
-        t += in3 + "    af[mi][1] = cx_lds32(cx_a_st + cx_a_tile_offset(kk, m + 8u));\n";
-        t += in3 + "    af[mi][2] = cx_lds32(cx_a_st + cx_a_tile_offset(kk + 4u, m));\n";
-        t += in3 + "    af[mi][3] = cx_lds32(cx_a_st + cx_a_tile_offset(kk + 4u, m + 8u));\n";
+        load_a = in3 + "const unsigned m = (unsigned)(cx_wm0 + mi * 16 + cx_g);\n" + in3 +
+                 "const unsigned kk = (unsigned)(ks * 8 + cx_t);\n" + in3 +
+                 "f[0] = cx_lds32(cx_a_st + cx_a_tile_offset(kk, m));\n" + in3 +
+                 "f[1] = cx_lds32(cx_a_st + cx_a_tile_offset(kk, m + 8u));\n" + in3 +
+                 "f[2] = cx_lds32(cx_a_st + cx_a_tile_offset(kk + 4u, m));\n" + in3 +
+                 "f[3] = cx_lds32(cx_a_st + cx_a_tile_offset(kk + 4u, m + 8u));\n";
     } else if (k.a.major == operand_major::k) {
-        t += in3 + "    cx_ldmatrix_x4(af[mi], cx_a_st + cx_a_ld_row + (unsigned)mi * " +
-             u(16 * k.a.row_bytes) + " + ((((unsigned)ks * " + u(cpk) + ") ^ cx_a_ld_x) << 4));\n";
+        load_a = in3 + "cx_ldmatrix_x4(f, cx_a_st + cx_a_ld_row + (unsigned)mi * " +
+                 u(16 * k.a.row_bytes) + " + ((((unsigned)ks * " + u(cpk) +
+                 ") ^ cx_a_ld_x) << 4));\n";
     } else {
         CONFLUX_ASSERT(!k.tf32, "tf32 mn-major tiles are read without ldmatrix");
-        t += in3 + "    cx_ldmatrix_x4_trans(af[mi], cx_a_st + cx_a_ld_row + (unsigned)ks * " +
-             u(k.k_step * k.a.row_bytes) + " + (((cx_a_ld_chunk + (unsigned)mi * " +
-             u(16 * eb / 16) + ") ^ cx_a_ld_sw) << 4));\n";
+        load_a = in3 + "cx_ldmatrix_x4_trans(f, cx_a_st + cx_a_ld_row + (unsigned)ks * " +
+                 u(k.k_step * k.a.row_bytes) + " + (((cx_a_ld_chunk + (unsigned)mi * " +
+                 u(16 * eb / 16) + ") ^ cx_a_ld_sw) << 4));\n";
     }
-    t += in3 + "}\n";
-    // B fragments, two n-tiles per x4 load.
+    // B fragment ni of k-step ks, and (ldmatrix) fragments ni and ni + 1 in one x4 load.
+    std::string load_b, load_b_pair;
+    const bool paired_b = !scalar_b;
     if (scalar_b) {
-        t += in3 + "#pragma unroll\n" + in3 + "for (int ni = 0; ni < " + FN + "; ++ni) {\n";
-        t += in3 + "    const unsigned n = (unsigned)(cx_wn0 + ni * 8 + cx_g);\n";
-        t += in3 + "    const unsigned kk = (unsigned)(ks * 8 + cx_t);\n";
-        t += in3 + "    bf[ni][0] = cx_lds32(cx_b_st + cx_b_tile_offset(kk, n));\n";
-        t += in3 + "    bf[ni][1] = cx_lds32(cx_b_st + cx_b_tile_offset(kk + 4u, n));\n";
-        t += in3 + "}\n";
+        load_b = in3 + "const unsigned n = (unsigned)(cx_wn0 + ni * 8 + cx_g);\n" + in3 +
+                 "const unsigned kk = (unsigned)(ks * 8 + cx_t);\n" + in3 +
+                 "f[0] = cx_lds32(cx_b_st + cx_b_tile_offset(kk, n));\n" + in3 +
+                 "f[1] = cx_lds32(cx_b_st + cx_b_tile_offset(kk + 4u, n));\n";
     } else {
         const bool kmaj = k.b.major == operand_major::k;
-        auto address = [&](const std::string& ni) {
-            return kmaj ? "cx_b_st + cx_b_ld_row + (unsigned)(" + ni + ") * " +
-                              u(8 * k.b.row_bytes) + " + ((((unsigned)ks * " + u(cpk) +
-                              ") ^ cx_b_ld_x) << 4)"
-                        : "cx_b_st + cx_b_ld_row + (unsigned)ks * " + u(k.k_step * k.b.row_bytes) +
-                              " + (((cx_b_ld_chunk + (unsigned)(" + ni + ") * " + u(8 * eb / 16) +
-                              ") ^ cx_b_ld_sw) << 4)";
-        };
         CONFLUX_ASSERT(kmaj || !k.tf32, "tf32 mn-major tiles are read without ldmatrix");
+        const std::string address =
+            kmaj ? "cx_b_st + cx_b_ld_row + (unsigned)(ni) * " + u(8 * k.b.row_bytes) +
+                       " + ((((unsigned)ks * " + u(cpk) + ") ^ cx_b_ld_x) << 4)"
+                 : "cx_b_st + cx_b_ld_row + (unsigned)ks * " + u(k.k_step * k.b.row_bytes) +
+                       " + (((cx_b_ld_chunk + (unsigned)(ni) * " + u(8 * eb / 16) +
+                       ") ^ cx_b_ld_sw) << 4)";
         const std::string trans = kmaj ? "" : "_trans";
-        if (k.frag_n >= 2) {
-            t += in3 + "#pragma unroll\n" + in3 + "for (int ni = 0; ni + 1 < " + FN +
-                 "; ni += 2) {\n";
-            t += in3 + "    unsigned r[4];\n";
-            t += in3 + "    cx_ldmatrix_x4" + trans + "(r, " + address("ni") + ");\n";
-            t += in3 + "    bf[ni][0] = r[0]; bf[ni][1] = r[1]; bf[ni + 1][0] = r[2]; "
-                       "bf[ni + 1][1] = r[3];\n";
-            t += in3 + "}\n";
-        }
-        if (k.frag_n % 2 == 1)
-            t += in3 + "cx_ldmatrix_x2" + trans + "(bf[" + std::to_string(k.frag_n - 1) + "], " +
-                 address(std::to_string(k.frag_n - 1)) + ");\n";
+        load_b = in3 + "cx_ldmatrix_x2" + trans + "(f, " + address + ");\n";
+        load_b_pair = in3 + "cx_ldmatrix_x4" + trans + "(f, " + address + ");\n";
     }
-    if (k.tf32) {
-        t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FM + "; ++i)\n";
-        t += in3 + "    #pragma unroll\n" + in3 +
-             "    for (int j = 0; j < 4; ++j) af[i][j] = "
-             "cx_to_tf32(af[i][j]);\n";
-        t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FN + "; ++i)\n";
-        t += in3 + "    #pragma unroll\n" + in3 +
-             "    for (int j = 0; j < 2; ++j) bf[i][j] = "
-             "cx_to_tf32(bf[i][j]);\n";
-    }
-    const std::string mma = k.tf32                          ? "cx_mma_tf32"
-                            : c.problem.type == dtype::bf16 ? "cx_mma_bf16"
-                                                            : "cx_mma_f16";
-    t += in3 + "#pragma unroll\n" + in3 + "for (int mi = 0; mi < " + FM + "; ++mi)\n";
-    t += in3 + "    #pragma unroll\n" + in3 + "    for (int ni = 0; ni < " + FN + "; ++ni)\n";
-    t += in3 + "        " + mma + "(cx_acc[mi][ni], af[mi], bf[ni]);\n";
-    t += in2 + "}\n";
+    const std::string kind = k.tf32 ? "2" : c.problem.type == dtype::bf16 ? "1" : "0";
+    t += in2 + "cx_mma_stage<" + std::to_string(k.config.tile_k / k.k_step) + ", " + FM + ", " +
+         FN + ", " + (paired_b ? "true" : "false") + ", " + kind + ">(cx_acc,\n";
+    t += in2 + "    [&](unsigned (&f)[4], int mi, int ks) {\n" + load_a + in2 + "    },\n";
+    t += in2 + "    [&](unsigned (&f)[2], int ni, int ks) {\n" + load_b + in2 + "    },\n";
+    t += in2 + "    [&](unsigned (&f)[4], int ni, int ks) {\n" + load_b_pair + in2 + "    });\n";
 
     // c0, c1: row g, columns 2t, 2t + 1; c2, c3: row g + 8.
     r.store = fragment_store(c, store_call, pair_store_call, k.frag_m, k.frag_n, 16,
@@ -200,27 +175,22 @@ compute_text simt_compute(const codegen_context& c, const std::string& store_cal
         return "cx_load(reinterpret_cast<const " + c.storage + "*>(cx_" + op + "_st + cx_" + op +
                "_tile_offset(" + o + ", " + i + ")))";
     };
-    t += in2 + "#pragma unroll\n" + in2 + "for (int kk = 0; kk < " +
-         std::to_string(k.config.tile_k) + "; ++kk) {\n";
-    t += in3 + acc + " a[" + FM + "], b[" + FN + "];\n";
-    t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FM +
-         "; ++i) a[i] = " + at("a", k.a, "(unsigned)(cx_wm0 + i * 4)", "(unsigned)kk") + ";\n";
-    t += in3 + "#pragma unroll\n" + in3 + "for (int j = 0; j < " + FN +
-         "; ++j) b[j] = " + at("b", k.b, "(unsigned)(cx_wn0 + j * 8)", "(unsigned)kk") + ";\n";
-    t += in3 + "#pragma unroll\n" + in3 + "for (int i = 0; i < " + FM + "; ++i)\n";
-    t += in3 + "    #pragma unroll\n" + in3 + "    for (int j = 0; j < " + FN +
-         "; ++j) cx_acc[i][j] = cx_gemm_fma(a[i], b[j], cx_acc[i][j]);\n";
-    t += in2 + "}\n";
+    // The stage's depths (cx_simt_stage in gemm.cuh) and the walk over the accumulators
+    // (cx_simt_store).
+    t += in2 + "cx_simt_stage<" + std::to_string(k.config.tile_k) + ", " + FM + ", " + FN +
+         ">(cx_acc,\n";
+    t += in2 + "    [&](int i, int kk) { return " +
+         at("a", k.a, "(unsigned)(cx_wm0 + i * 4)", "(unsigned)kk") + "; },\n";
+    t += in2 + "    [&](int j, int kk) { return " +
+         at("b", k.b, "(unsigned)(cx_wn0 + j * 8)", "(unsigned)kk") + "; });\n";
 
-    std::string& st = r.store;
-    st += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + FM + "; ++i) {\n";
-    st += in + "    #pragma unroll\n" + in + "    for (int j = 0; j < " + FN + "; ++j) {\n";
-    st += in + "        const " + c.offset_type + " m = cx_m0 + cx_wm0 + i * 4;\n";
-    st += in + "        const " + c.offset_type + " n = cx_n0 + cx_wn0 + j * 8;\n";
-    st += in + "        if (m < " + text::integer_literal(c.problem.m) + " && n < " +
-          text::integer_literal(c.problem.n) + ") " +
-          fill_store_format(store_call, "cx_acc[i][j]", "m", "n") + "\n";
-    st += in + "    }\n" + in + "}\n";
+    const std::string& off = c.offset_type;
+    r.store = in + "cx_simt_store<" + FM + ", " + FN + ">(cx_acc, (" + off +
+              ")(cx_m0 + cx_wm0), (" + off + ")(cx_n0 + cx_wn0), (" + off + ")" +
+              text::integer_literal(c.problem.m) + ", (" + off + ")" +
+              text::integer_literal(c.problem.n) + ",\n" + in + "    [&](" + off + " m, " + off +
+              " n, " + acc + " cx_v) { " + fill_store_format(store_call, "cx_v", "m", "n") +
+              " });\n";
     return r;
 }
 
