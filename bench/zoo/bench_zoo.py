@@ -333,8 +333,10 @@ def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top
     # perf writes the outputs of one more run after the timing: the check needs no second
     # compile in `conflux run`.
     got_dir = os.path.join(folder, f"conflux_out_{batch}")
+    # --trace-compile: each tuned op's winner against the heuristic's first choice goes into
+    # the log and the record (the data the --tune none heuristic is fitted on).
     p = subprocess.run([conflux, "perf", model, "-n", str(iters), "-t", str(top),
-                        "--output-dir", got_dir] + args,
+                        "--output-dir", got_dir, "--trace-compile"] + args,
                        capture_output=True, text=True, timeout=timeout)
     out["conflux_perf_s"] = round(time.monotonic() - t, 1)
     with open(os.path.join(folder, f"perf_{batch}.log"), "w") as f:
@@ -353,6 +355,11 @@ def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top
         if r:
             out["slowest"].append({"share": float(r[1]), "ms": float(r[2]), "kind": r[3],
                                    "gemm": r[4].strip(), "instruction": r[5].strip()})
+    out["tuning"] = [
+        {"origin": t[0], "configs": int(t[1]), "tuned": t[2], "tuned_ms": float(t[3]),
+         "heuristic": t[4], "heuristic_ms": float(t[5])}
+        for t in re.findall(r"^trace: (.*?): tuned (\d+) configs: (\S+) ([\d.]+) ms "
+                            r"\(heuristic's first (\S+) ([\d.]+) ms\)", p.stdout, re.M)]
     written = re.findall(r"^wrote (.*\.npy)", p.stdout, re.M)
     got = np.load(written[0])
     want = np.load(os.path.join(folder, f"torch_f32_{batch}.npy"))
