@@ -1,9 +1,13 @@
-// BatchNormalization (inference form) and LayerNormalization; InstanceNormalization is a layer
-// norm over the spatial axes followed by the per-channel affine transform.
+// BatchNormalization (inference form, and training form through ordinary ops) and
+// LayerNormalization; InstanceNormalization is a layer norm over the spatial axes followed by the
+// per-channel affine transform.
 #include "onnx/node_context.hpp"
 
 #include "conflux/ops/normalization.hpp"
+#include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
+
+#include <array>
 
 namespace conflux::onnx {
 
@@ -12,12 +16,69 @@ namespace {
 using outputs = std::vector<instruction_ref>;
 using K = op::elementwise_kind;
 
+// training_mode=1: normalised by the batch's own statistics (mean and biased variance over every
+// axis but the channels), which is how weight-standardised convolutions (NFNet, BiT's StdConv)
+// are exported: F.batch_norm(weight, None, None, training=True). On constant weights the whole
+// computation folds away at compile time. The running statistics come out updated by momentum,
+// as ONNX's reference computes them.
+outputs build_batch_norm_training(node_context& c, instruction_ref x) {
+    const auto& xs = x->get_shape();
+    const std::size_t rank = xs.rank(), channels = xs.lens()[1];
+    const float epsilon = c.attr_float("epsilon", 1e-5f);
+    const double momentum = c.attr_float("momentum", 0.9f);
+    for (std::size_t i = 1; i < 5; ++i)
+        if (c.input_shape(i).lens() != dims{channels})
+            c.fail(std::array{"", "scale", "B", "input_mean", "input_var"}[i], " must have lens [",
+                   channels, "], got ", to_string(c.input_shape(i)));
+    op::reduce mean;
+    mean.kind = op::reduce_kind::mean;
+    mean.axes.push_back(0);
+    for (std::size_t a = 2; a < rank; ++a)
+        mean.axes.push_back(std::int64_t(a));
+    auto batch_mean = c.add(mean, {x});
+    auto centred = c.elementwise(K::sub, {x, c.broadcast_to(batch_mean, xs.lens())});
+    auto batch_var = c.add(mean, {c.elementwise(K::mul, {centred, centred})});
+    auto spread = c.elementwise(
+        K::sqrt,
+        {c.elementwise(K::add, {batch_var, c.broadcast_to(c.scalar(xs.type(), epsilon),
+                                                          batch_var->get_shape().lens())})});
+    auto normed = c.elementwise(K::div, {centred, c.broadcast_to(spread, xs.lens())});
+    std::vector<std::int64_t> spatial;
+    for (std::size_t a = 2; a < rank; ++a)
+        spatial.push_back(std::int64_t(a - 1));
+    auto per_channel = [&](instruction_ref v) {
+        auto shaped = spatial.empty() ? v : c.add(op::unsqueeze{spatial}, {v});
+        return c.broadcast_to(shaped, xs.lens());
+    };
+    auto y = c.elementwise(K::add, {c.elementwise(K::mul, {normed, per_channel(c.input(1))}),
+                                    per_channel(c.input(2))});
+    outputs out{y};
+    if (c.output_requested(1) || c.output_requested(2)) {
+        std::vector<std::int64_t> reduced{0};
+        for (std::size_t a = 2; a < rank; ++a)
+            reduced.push_back(std::int64_t(a));
+        auto running = [&](instruction_ref input, instruction_ref batch) {
+            const dims& lens = input->get_shape().lens();
+            const dtype t = input->get_shape().type();
+            auto current = c.add(op::squeeze{reduced}, {batch});
+            return c.elementwise(
+                K::add,
+                {c.elementwise(K::mul, {input, c.broadcast_to(c.scalar(t, momentum), lens)}),
+                 c.elementwise(K::mul,
+                               {current, c.broadcast_to(c.scalar(t, 1 - momentum), lens)})});
+        };
+        out.push_back(running(c.input(3), batch_mean));
+        out.push_back(running(c.input(4), batch_var));
+    }
+    return out;
+}
+
 outputs build_batch_norm(node_context& c) {
     if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.unsupported("spatial=0 is not supported");
-    if (c.attr_int("training_mode", 0) != 0) c.unsupported("training mode is not supported");
     auto x = c.input(0);
     if (x->get_shape().rank() < 2)
         c.fail("input X must have rank 2 or more, got ", to_string(x->get_shape()));
+    if (c.attr_int("training_mode", 0) != 0) return build_batch_norm_training(c, x);
     auto y = c.add(op::batch_norm{c.attr_float("epsilon", 1e-5f)},
                    {x, c.input(1), c.input(2), c.input(3), c.input(4)});
     // In inference the running statistics pass through unchanged; the saved batch statistics

@@ -691,3 +691,53 @@ TEST(onnx_import, layer_norm_with_a_scale_of_another_type_is_an_error) {
     EXPECT_NE(e.find("'ln'"), std::string::npos) << e;
     EXPECT_NE(e.find("Scale is f32 but X is f16"), std::string::npos) << e;
 }
+
+// Weight standardisation as NFNet and BiT export it: BatchNormalization in training mode,
+// normalised by the batch's own mean and (biased) variance; the running statistics updated by
+// momentum. Expected values computed here by hand from the definition.
+TEST(onnx_import, batch_norm_in_training_mode_uses_the_batch_statistics) {
+    model_builder b(15);
+    b.input("x", TensorProto::FLOAT, {2, 2, 2});
+    b.initializer("scale", {2}, {2, 1});
+    b.initializer("bias", {2}, {0, 10});
+    b.initializer("mean", {2}, {1, 1});
+    b.initializer("var", {2}, {4, 4});
+    auto* n = b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"},
+                     {"y", "running_mean", "running_var"});
+    set_int(n, "training_mode", 1);
+    set_float(n, "epsilon", 0.0f);
+    set_float(n, "momentum", 0.5f);
+    b.output("y");
+    b.output("running_mean");
+    b.output("running_var");
+    auto p = b.import();
+    // Channel 0 holds 1, 3, 5, 7 (mean 4, variance 5), channel 1 holds 2, 2, 6, 6 (mean 4,
+    // variance 4).
+    auto out = ref::evaluate(p, {{"x", f32({2, 2, 2}, {1, 3, 2, 2, 5, 7, 6, 6})}});
+    ASSERT_EQ(out.size(), 3u);
+    const float s5 = std::sqrt(5.0f);
+    expect_near(to_vector<float>(out[0]),
+                {2 * -3 / s5, 2 * -1 / s5, 10 - 1, 10 - 1, 2 * 1 / s5, 2 * 3 / s5, 10 + 1, 10 + 1});
+    expect_near(to_vector<float>(out[1]), {0.5f * 1 + 0.5f * 4, 0.5f * 1 + 0.5f * 4});
+    expect_near(to_vector<float>(out[2]), {0.5f * 4 + 0.5f * 5, 0.5f * 4 + 0.5f * 4});
+}
+
+TEST(onnx_import, batch_norm_in_training_mode_checks_its_parameters) {
+    model_builder b(15);
+    b.input("x", TensorProto::FLOAT, {1, 3, 2});
+    b.initializer("scale", {2}, {1, 1});
+    b.initializer("bias", {3}, {0, 0, 0});
+    b.initializer("mean", {3}, {0, 0, 0});
+    b.initializer("var", {3}, {1, 1, 1});
+    set_int(b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}, "bn"),
+            "training_mode", 1);
+    b.output("y");
+    try {
+        b.import();
+        FAIL() << "a scale of the wrong length was accepted";
+    } catch (const user_error& e) {
+        EXPECT_NE(std::string(e.what()).find("scale must have lens [3]"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("bn"), std::string::npos) << e.what();
+    }
+}
