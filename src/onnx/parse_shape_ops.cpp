@@ -412,6 +412,44 @@ outputs build_tile(node_context& c) {
     return {c.add(op::reshape{out}, {y})};
 }
 
+// DepthToSpace (pixel shuffle) and SpaceToDepth (its inverse) as the reshape -> transpose ->
+// reshape the ONNX definition spells out; the passes then treat them as any layout change.
+outputs build_depth_to_space(node_context& c) {
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
+    if (lens.size() != 4)
+        c.fail("input must have rank 4 [N, C, H, W], got ", to_string(x->get_shape()));
+    const std::int64_t block = c.attr_int("blocksize", 0);
+    if (block <= 0) c.fail("blocksize must be positive, got ", block);
+    const std::string mode = c.attr_string("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD") c.fail("mode must be DCR or CRD, got '", mode, "'");
+    const std::size_t b = std::size_t(block), n = lens[0], ch = lens[1], h = lens[2], w = lens[3];
+    if (ch % (b * b) != 0)
+        c.fail("the ", ch, " channels are not a multiple of blocksize^2 = ", b * b);
+    const std::size_t out_ch = ch / (b * b);
+    auto y = mode == "DCR" ? c.add(op::reshape{{n, b, b, out_ch, h, w}}, {x})
+                           : c.add(op::reshape{{n, out_ch, b, b, h, w}}, {x});
+    y = c.add(op::transpose{mode == "DCR" ? std::vector<std::int64_t>{0, 3, 4, 1, 5, 2}
+                                          : std::vector<std::int64_t>{0, 1, 4, 2, 5, 3}},
+              {y});
+    return {c.add(op::reshape{{n, out_ch, h * b, w * b}}, {y})};
+}
+
+outputs build_space_to_depth(node_context& c) {
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
+    if (lens.size() != 4)
+        c.fail("input must have rank 4 [N, C, H, W], got ", to_string(x->get_shape()));
+    const std::int64_t block = c.attr_int("blocksize", 0);
+    if (block <= 0) c.fail("blocksize must be positive, got ", block);
+    const std::size_t b = std::size_t(block), n = lens[0], ch = lens[1], h = lens[2], w = lens[3];
+    if (h % b != 0 || w % b != 0)
+        c.fail("the spatial size ", h, "x", w, " is not a multiple of blocksize ", b);
+    auto y = c.add(op::reshape{{n, ch, h / b, b, w / b, b}}, {x});
+    y = c.add(op::transpose{{0, 3, 5, 1, 2, 4}}, {y});
+    return {c.add(op::reshape{{n, ch * b * b, h / b, w / b}}, {y})};
+}
+
 } // namespace
 
 void add_shape_ops(op_table& t) {
@@ -433,6 +471,8 @@ void add_shape_ops(op_table& t) {
     t["Split"] = {1, 2, build_split};
     t["Tile"] = {2, 2, build_tile};
     t["Trilu"] = {1, 2, build_trilu};
+    t["DepthToSpace"] = {1, 1, build_depth_to_space};
+    t["SpaceToDepth"] = {1, 1, build_space_to_depth};
 }
 
 } // namespace conflux::onnx

@@ -741,3 +741,64 @@ TEST(onnx_import, batch_norm_in_training_mode_checks_its_parameters) {
         EXPECT_NE(std::string(e.what()).find("bn"), std::string::npos) << e.what();
     }
 }
+
+// SpaceToDepth then DepthToSpace in DCR mode is the identity (ONNX defines one as the other's
+// inverse); CRD mode orders the channels the other way, checked on a small case by hand.
+TEST(onnx_import, depth_to_space_inverts_space_to_depth) {
+    model_builder b(13);
+    b.input("x", TensorProto::FLOAT, {1, 2, 4, 6});
+    set_int(b.node("SpaceToDepth", {"x"}, {"d"}), "blocksize", 2);
+    set_int(b.node("DepthToSpace", {"d"}, {"y"}), "blocksize", 2);
+    b.output("d");
+    b.output("y");
+    auto p = b.import();
+    std::vector<float> x(48);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        x[i] = float(i);
+    auto out = ref::evaluate(p, {{"x", f32({1, 2, 4, 6}, x)}});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].get_shape().lens(), (dims{1, 8, 2, 3}));
+    expect_near(to_vector<float>(out[1]), x);
+    // Channel 0 of the depth form: input channel 0's top-left pixels of each block.
+    const auto d = to_vector<float>(out[0]);
+    expect_near({d.begin(), d.begin() + 6}, {0, 2, 4, 12, 14, 16});
+
+    model_builder crd(13);
+    crd.input("x", TensorProto::FLOAT, {1, 4, 1, 1});
+    auto* n = crd.node("DepthToSpace", {"x"}, {"y"});
+    set_int(n, "blocksize", 2);
+    set_string(n, "mode", "CRD");
+    crd.output("y");
+    // CRD: channel c * 4 + (i * 2 + j) goes to output channel c, pixel (i, j).
+    expect_near(
+        to_vector<float>(ref::evaluate(crd.import(), {{"x", f32({1, 4, 1, 1}, {1, 2, 3, 4})}})[0]),
+        {1, 2, 3, 4});
+}
+
+TEST(onnx_import, depth_to_space_names_what_is_wrong) {
+    auto error_of = [](const std::string& op, const dims& lens, std::int64_t block,
+                       const std::string& mode) {
+        model_builder b(13);
+        b.input("x", TensorProto::FLOAT, {lens.begin(), lens.end()});
+        auto* n = b.node(op, {"x"}, {"y"}, "shuffle");
+        set_int(n, "blocksize", block);
+        if (!mode.empty()) set_string(n, "mode", mode);
+        b.output("y");
+        try {
+            b.import();
+        } catch (const user_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of("DepthToSpace", {1, 6, 2, 2}, 2, "").find("not a multiple of blocksize^2"),
+              std::string::npos);
+    EXPECT_NE(error_of("DepthToSpace", {1, 8, 2, 2}, 2, "XYZ").find("mode must be DCR or CRD"),
+              std::string::npos);
+    EXPECT_NE(error_of("DepthToSpace", {8, 2, 2}, 2, "").find("rank 4"), std::string::npos);
+    EXPECT_NE(error_of("SpaceToDepth", {1, 2, 5, 4}, 2, "").find("not a multiple of blocksize"),
+              std::string::npos);
+    EXPECT_NE(error_of("SpaceToDepth", {1, 2, 4, 4}, 0, "").find("blocksize must be positive"),
+              std::string::npos);
+    EXPECT_NE(error_of("SpaceToDepth", {1, 2, 4, 4}, 0, "").find("shuffle"), std::string::npos);
+}
