@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Models outside the zoo, tried the way a user first tries one: exported from torchvision, timm
+or Hugging Face (random weights), then `conflux read` (import), `conflux compile --target cuda`
+(lowering and NVRTC for sm_90, no GPU needed) and `conflux run --target ref` against onnxruntime
+on the same input. Finds the operators and patterns the zoo does not cover.
+
+    python3 bench/zoo/unseen_models.py --conflux build/bin/conflux WORKDIR [NAME ...]
+
+Needs torch, torchvision, timm, transformers, onnx, onnxruntime and onnxscript (pip). Prints one
+line per model: where it stopped and why, or the relative RMS difference from onnxruntime.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+class FirstOutput:
+    """The tensor a user looks at: logits, the last hidden state, a segmentation's 'out'."""
+
+    @staticmethod
+    def wrap(model):
+        import torch
+
+        class Wrapped(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, x):
+                o = self.m(x)
+                if isinstance(o, dict):
+                    return o["out"] if "out" in o else next(iter(o.values()))
+                if isinstance(o, (tuple, list)):
+                    return o[0]
+                for field in ("logits", "predicted_depth", "reconstruction", "last_hidden_state"):
+                    if getattr(o, field, None) is not None:
+                        return getattr(o, field)
+                return o
+
+        return Wrapped(model)
+
+
+def models():
+    import timm
+    import torch
+    import torchvision.models as tv
+    import transformers as t
+
+    image = lambda *shape: (lambda: torch.randn(*shape))
+    tokens = lambda: torch.randint(0, 1000, (2, 16))
+    small = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=512)
+    timm_model = lambda name: (lambda: timm.create_model(name, pretrained=False),
+                               image(1, *timm.create_model(name, pretrained=False)
+                                     .default_cfg["input_size"]), False)
+    return {
+        # torchvision (script exporter)
+        "resnext50_32x4d": (tv.resnext50_32x4d, image(1, 3, 224, 224), False),
+        "inception_v3": (lambda: tv.inception_v3(init_weights=True), image(1, 3, 299, 299), False),
+        "googlenet": (lambda: tv.googlenet(init_weights=True), image(1, 3, 224, 224), False),
+        "efficientnet_v2_s": (tv.efficientnet_v2_s, image(1, 3, 224, 224), False),
+        "maxvit_t": (tv.maxvit_t, image(1, 3, 224, 224), False),
+        "swin_v2_t": (tv.swin_v2_t, image(1, 3, 256, 256), False),
+        "r3d_18": (tv.video.r3d_18, image(1, 3, 8, 112, 112), False),
+        "swin3d_t": (tv.video.swin3d_t, image(1, 3, 8, 64, 64), False),
+        "fcn_resnet50": (lambda: tv.segmentation.fcn_resnet50(weights_backbone=None),
+                         image(1, 3, 224, 224), False),
+        "mvit_v2_s": (tv.video.mvit_v2_s, image(1, 3, 16, 224, 224), False),
+        # timm
+        **{n: timm_model(n) for n in (
+            "levit_128s", "efficientformer_l1", "coatnet_0_rw_224", "repvgg_a2", "rexnet_100",
+            "cait_xxs24_224", "convit_tiny", "fastvit_t8", "edgenext_small", "hrnet_w18_small",
+            "res2net50_26w_4s", "xception41", "nfnet_l0", "resnetv2_50x1_bit", "crossvit_9_240",
+            "twins_svt_small", "xcit_tiny_12_p16_224")},
+        # Hugging Face, small configs
+        "hf_albert": (lambda: t.AlbertModel(t.AlbertConfig(vocab_size=1000, embedding_size=128,
+                                                           **small)), tokens, False),
+        "hf_deberta_v2": (lambda: t.DebertaV2Model(t.DebertaV2Config(vocab_size=1000, **small)),
+                          tokens, False),
+        "hf_clip_vision": (lambda: t.CLIPVisionModel(t.CLIPVisionConfig(image_size=64,
+                                                                        patch_size=16, **small)),
+                           image(2, 3, 64, 64), False),
+        "hf_bloom": (lambda: t.BloomForCausalLM(t.BloomConfig(
+            vocab_size=1000, hidden_size=256, n_layer=2, n_head=4, use_cache=False)), tokens,
+                     False),
+        "hf_segformer": (lambda: t.SegformerForSemanticSegmentation(t.SegformerConfig(
+            num_labels=5)), image(1, 3, 64, 64), False),
+        "hf_wav2vec2": (lambda: t.Wav2Vec2Model(t.Wav2Vec2Config(**small)), image(1, 8000),
+                        False),
+        "hf_dpt": (lambda: t.DPTForDepthEstimation(t.DPTConfig(
+            image_size=64, patch_size=16, hidden_size=96, num_hidden_layers=4,
+            num_attention_heads=4, intermediate_size=192, backbone_out_indices=[0, 1, 2, 3],
+            neck_hidden_sizes=[24, 48, 96, 96], fusion_hidden_size=64)), image(1, 3, 64, 64),
+                   False),
+        "hf_swin2sr": (lambda: t.Swin2SRForImageSuperResolution(t.Swin2SRConfig(
+            image_size=32, embed_dim=60, depths=[2], num_heads=[6], window_size=8)),
+                       image(1, 3, 32, 32), False),
+        # decoders with grouped-query attention and rotary positions (dynamo exporter)
+        **{f"hf_{n}": (lambda cfg=cfg, cls=cls: cls(cfg(vocab_size=1000, use_cache=False,
+                                                        num_key_value_heads=2, pad_token_id=0,
+                                                        **small)),
+                       tokens, True)
+           for n, cls, cfg in (("qwen2", t.Qwen2ForCausalLM, t.Qwen2Config),
+                               ("mistral", t.MistralForCausalLM, t.MistralConfig),
+                               ("phi3", t.Phi3ForCausalLM, t.Phi3Config))},
+        "hf_lstm_tagger": (lambda: Recurrent("LSTM"), image(2, 12, 32), False),
+    }
+
+
+class Recurrent:
+    def __new__(cls, kind):
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.r = getattr(torch.nn, kind)(32, 64, num_layers=2, batch_first=True,
+                                                 bidirectional=True)
+                self.fc = torch.nn.Linear(128, 10)
+
+            def forward(self, x):
+                return self.fc(self.r(x)[0])
+
+        return Net()
+
+
+def run(cmd, timeout=900):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, (p.stdout + p.stderr).strip().splitlines() or [""]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("work")
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--conflux", default="build/bin/conflux")
+    args = ap.parse_args()
+    import onnxruntime as ort
+    import torch
+    torch.manual_seed(0)
+    os.makedirs(args.work, exist_ok=True)
+    table = models()
+    failures = 0
+    for name in args.names or list(table):
+        start = time.time()
+        build, make_input, dynamo = table[name]
+        path = os.path.join(args.work, name + ".onnx")
+        try:
+            x = make_input()
+            model = FirstOutput.wrap(build().eval())
+            with torch.no_grad():
+                torch.onnx.export(model, (x,), path, opset_version=18 if dynamo else 17,
+                                  dynamo=dynamo, input_names=["x"], output_names=["y"])
+        except Exception as e:  # noqa: BLE001 - an export failure is the exporter's, not ours
+            print(f"{name}: export failed ({str(e).splitlines()[0][:160]})", flush=True)
+            continue
+        x_file = os.path.join(args.work, name + "_x.npy")
+        np.save(x_file, x.numpy())
+        rc, out = run([args.conflux, "read", path])
+        if rc != 0:
+            failures += 1
+            print(f"{name}: import: {out[-1][:300]}", flush=True)
+            continue
+        rc, out = run([args.conflux, "compile", "--target", "cuda", path, "--quiet"])
+        cuda = "compiles for sm_90" if rc == 0 else f"cuda compile: {out[-1][:200]}"
+        failures += rc != 0
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+            None, {"x": x.numpy()})[0].astype(np.float64)
+        got_dir = os.path.join(args.work, name + "_out")
+        rc, out = run([args.conflux, "run", "--target", "ref", path, "--input", f"x={x_file}",
+                       "--output-dir", got_dir])
+        if rc != 0:
+            failures += 1
+            print(f"{name}: {cuda}; reference run: {out[-1][:300]}", flush=True)
+            continue
+        got = np.load(os.path.join(got_dir, "y.npy")).astype(np.float64)
+        err = np.sqrt(np.mean((got - want) ** 2)) / (np.sqrt(np.mean(want ** 2)) + 1e-30)
+        failures += not err <= 1e-4
+        print(f"{name}: {cuda}; reference vs onnxruntime rel RMS {err:.1e} "
+              f"({time.time() - start:.0f} s)", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
