@@ -5,7 +5,8 @@ namespace conflux {
 std::string operation::to_string() const {
     auto attrs = attributes();
     if (attrs.is_null() || attrs.empty()) return name();
-    return name() + attrs.dump();
+    // Replace, not throw: a listing must print whatever bytes a model or file gave a name.
+    return name() + attrs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void check_input_count(const std::string& op, const std::vector<shape>& inputs, std::size_t lo,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -275,16 +276,74 @@ bool program_file::has_section(const std::string& name) const {
     return false;
 }
 
+namespace {
+
+// Whether s is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+// CBOR text strings must be, but the CBOR reader does not check: a string that is not would be
+// carried into names and listings and fail only when printed.
+bool is_utf8(const std::string& s) {
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t extra = 0;
+        std::uint32_t code = 0, least = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            extra = 1, code = c & 0x1f, least = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            extra = 2, code = c & 0x0f, least = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            extra = 3, code = c & 0x07, least = 0x10000;
+        } else {
+            return false;
+        }
+        for (std::size_t k = 1; k <= extra; ++k) {
+            if (i + k >= s.size()) return false;
+            const auto d = static_cast<unsigned char>(s[i + k]);
+            if ((d & 0xc0) != 0x80) return false;
+            code = (code << 6) | (d & 0x3f);
+        }
+        if (code < least || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
+        i += extra + 1;
+    }
+    return true;
+}
+
+// The first string (key or value) in j that is not UTF-8, as a JSON pointer; empty if none.
+std::string first_non_utf8(const nlohmann::json& j, const std::string& at = "") {
+    if (j.is_string()) return is_utf8(j.get_ref<const std::string&>()) ? "" : at.empty() ? "/" : at;
+    if (j.is_object()) {
+        for (const auto& [key, value] : j.items()) {
+            if (!is_utf8(key)) return at + "/(a key)";
+            if (auto bad = first_non_utf8(value, at + "/" + key); !bad.empty()) return bad;
+        }
+    } else if (j.is_array()) {
+        for (std::size_t i = 0; i < j.size(); ++i)
+            if (auto bad = first_non_utf8(j[i], at + "/" + std::to_string(i)); !bad.empty())
+                return bad;
+    }
+    return "";
+}
+
+} // namespace
+
 nlohmann::json program_file::section(const std::string& name) const {
     for (const auto& [n, place] : sections_) {
         if (n != name) continue;
         const unsigned char* begin = map_->data + place.first;
+        nlohmann::json j;
         try {
-            return nlohmann::json::from_cbor(begin, begin + place.second);
+            j = nlohmann::json::from_cbor(begin, begin + place.second);
         } catch (const nlohmann::json::exception& e) {
             throw_user_error(quoted(path_), ": section '", name, "' does not parse (", e.what(),
                              ")");
         }
+        if (const std::string bad = first_non_utf8(j); !bad.empty())
+            throw_user_error(quoted(path_), ": section '", name, "' holds a string at ", bad,
+                             " that is not UTF-8");
+        return j;
     }
     throw_user_error(quoted(path_), ": it has no '", name, "' section");
 }

@@ -52,7 +52,9 @@ std::optional<float> as_float(const nlohmann::json& v) {
 // A value as an error message shows it: a scalar as written, anything else by its kind (a
 // damaged field may hold a whole tensor).
 std::string describe(const nlohmann::json& v) {
-    return v.is_primitive() && !v.is_binary() ? v.dump() : v.type_name();
+    return v.is_primitive() && !v.is_binary()
+               ? v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+               : v.type_name();
 }
 
 template <class Read>

@@ -249,6 +249,25 @@ TEST_F(saved_program_file, content_that_is_not_a_program_is_a_user_error_naming_
     bad = cuda;
     bad["plan"]["arena_bytes"] = 0;
     expect_contains(rewrite(bad), "outside the arena");
+    // CBOR text that is not UTF-8 (found by fuzz_cfx_load: it failed only when printed).
+    bad = cuda;
+    bad["kernels"][0]["entry"] = std::string("cx_k\x9b");
+    expect_contains(rewrite(bad),
+                    "section 'cuda' holds a string at /kernels/0/entry that is not UTF-8");
+    bad = cuda;
+    bad["kernels"][0]["entry"] = std::string("cx_\xe0\x80\x80"); // an overlong NUL
+    expect_contains(rewrite(bad), "not UTF-8");
+    bad = cuda;
+    bad["kernels"][0]["entry"] = std::string("cx_\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"); // é € 😀
+    // Well-formed multi-byte text is not refused for its encoding.
+    {
+        write(bad);
+        try {
+            (void)load_program(p);
+        } catch (const user_error& e) {
+            EXPECT_EQ(std::string(e.what()).find("UTF-8"), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST_F(saved_program_file, a_failed_save_leaves_the_old_file) {

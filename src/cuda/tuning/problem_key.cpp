@@ -38,7 +38,10 @@ std::string fusion_signature(const module& m, const std::vector<shape>& inputs,
             text += "param " + describe(inputs[next_param++]) + "\n";
             continue;
         }
-        text += ins.get_operator().name() + " " + ins.get_operator().attributes().dump() + " (";
+        text += ins.get_operator().name() + " " +
+                ins.get_operator().attributes().dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace) +
+                " (";
         for (instruction_ref in : ins.inputs())
             text += std::to_string(position.at(in)) + ",";
         text += ")";
