@@ -70,6 +70,7 @@ def models():
         "fcn_resnet50": (lambda: tv.segmentation.fcn_resnet50(weights_backbone=None),
                          image(1, 3, 224, 224), False),
         "mvit_v2_s": (tv.video.mvit_v2_s, image(1, 3, 16, 224, 224), False),
+        "mvit_v2_s_dynamo": (tv.video.mvit_v2_s, image(1, 3, 16, 224, 224), True),
         # timm
         **{n: timm_model(n) for n in (
             "levit_128s", "efficientformer_l1", "coatnet_0_rw_224", "repvgg_a2", "rexnet_100",
