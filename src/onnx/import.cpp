@@ -358,6 +358,7 @@ const op_table& onnx_op_table() {
         add_einsum_ops(t);
         add_normalization_ops(t);
         add_shape_ops(t);
+        add_recurrent_ops(t);
         add_constant_ops(t);
         add_reduce_ops(t);
         add_resize_ops(t);

@@ -153,6 +153,7 @@ void add_gemm_ops(op_table& t);
 void add_einsum_ops(op_table& t);
 void add_normalization_ops(op_table& t);
 void add_shape_ops(op_table& t);
+void add_recurrent_ops(op_table& t);
 void add_constant_ops(op_table& t);
 void add_reduce_ops(op_table& t);
 void add_resize_ops(op_table& t);

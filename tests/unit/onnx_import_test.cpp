@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <unistd.h>
 
@@ -801,4 +802,155 @@ TEST(onnx_import, depth_to_space_names_what_is_wrong) {
     EXPECT_NE(error_of("SpaceToDepth", {1, 2, 4, 4}, 0, "").find("blocksize must be positive"),
               std::string::npos);
     EXPECT_NE(error_of("SpaceToDepth", {1, 2, 4, 4}, 0, "").find("shuffle"), std::string::npos);
+}
+
+// LSTM against a direct implementation of ONNX's equations (gates i, o, f, c; both biases), in
+// each direction, with initial states and the batch-first layout; then what is refused.
+TEST(onnx_import, lstm_matches_its_definition_in_every_direction) {
+    const std::size_t steps = 4, batch = 2, in = 3, hidden = 2;
+    auto values = [](std::size_t n, float scale, float shift) {
+        std::vector<float> v(n);
+        for (std::size_t i = 0; i < n; ++i)
+            v[i] = scale * std::sin(float(i) * 1.7f + shift);
+        return v;
+    };
+    for (const std::string direction : {"forward", "reverse", "bidirectional"}) {
+        for (std::int64_t layout : {0, 1}) {
+            SCOPED_TRACE(direction + " layout " + std::to_string(layout));
+            const std::size_t dirs = direction == "bidirectional" ? 2 : 1;
+            const auto w = values(dirs * 4 * hidden * in, 0.5f, 0.1f);
+            const auto r = values(dirs * 4 * hidden * hidden, 0.5f, 0.7f);
+            const auto bias = values(dirs * 8 * hidden, 0.3f, 1.3f);
+            const auto h0 = values(dirs * batch * hidden, 0.4f, 2.1f);
+            const auto c0 = values(dirs * batch * hidden, 0.4f, 2.9f);
+            const auto x = values(steps * batch * in, 1.0f, 0.5f); // [steps, batch, in]
+            model_builder b(14);
+            const std::vector<std::int64_t> x_lens = layout == 0
+                                                         ? std::vector<std::int64_t>{4, 2, 3}
+                                                         : std::vector<std::int64_t>{2, 4, 3};
+            b.input("x", TensorProto::FLOAT, x_lens);
+            const auto d = std::int64_t(dirs), h = std::int64_t(hidden);
+            b.initializer("W", {d, 4 * h, 3}, w);
+            b.initializer("R", {d, 4 * h, h}, r);
+            b.initializer("B", {d, 8 * h}, bias);
+            const std::vector<std::int64_t> state_lens{d, 2, h};
+            b.input("h0", TensorProto::FLOAT, state_lens);
+            b.input("c0", TensorProto::FLOAT, state_lens);
+            auto* n = b.node("LSTM", {"x", "W", "R", "B", "", "h0", "c0"}, {"y", "y_h", "y_c"});
+            set_int(n, "hidden_size", h);
+            set_string(n, "direction", direction);
+            set_int(n, "layout", layout);
+            b.output("y");
+            b.output("y_h");
+            b.output("y_c");
+            // x in the model's layout.
+            std::vector<float> x_model(x.size());
+            for (std::size_t s = 0; s < steps; ++s)
+                for (std::size_t bb = 0; bb < batch; ++bb)
+                    for (std::size_t i = 0; i < in; ++i)
+                        x_model[layout == 0 ? (s * batch + bb) * in + i
+                                            : (bb * steps + s) * in + i] =
+                            x[(s * batch + bb) * in + i];
+            auto out =
+                ref::evaluate(b.import(), {{"x", f32({x_lens.begin(), x_lens.end()}, x_model)},
+                                           {"h0", f32({dirs, batch, hidden}, h0)},
+                                           {"c0", f32({dirs, batch, hidden}, c0)}});
+            ASSERT_EQ(out.size(), 3u);
+            const auto y = to_vector<float>(out[0]);
+            const auto y_h = to_vector<float>(out[1]);
+            const auto sig = [](float v) { return 1 / (1 + std::exp(-v)); };
+            for (std::size_t dd = 0; dd < dirs; ++dd) {
+                const bool back = direction == "reverse" || dd == 1;
+                std::vector<float> hs(h0.begin() + dd * batch * hidden,
+                                      h0.begin() + (dd + 1) * batch * hidden);
+                std::vector<float> cs(c0.begin() + dd * batch * hidden,
+                                      c0.begin() + (dd + 1) * batch * hidden);
+                for (std::size_t k = 0; k < steps; ++k) {
+                    const std::size_t s = back ? steps - 1 - k : k;
+                    std::vector<float> next_h(hs.size()), next_c(cs.size());
+                    for (std::size_t bb = 0; bb < batch; ++bb)
+                        for (std::size_t j = 0; j < hidden; ++j) {
+                            float g[4];
+                            for (std::size_t q = 0; q < 4; ++q) {
+                                const std::size_t row = q * hidden + j;
+                                float v = bias[dd * 8 * hidden + row] +
+                                          bias[dd * 8 * hidden + 4 * hidden + row];
+                                for (std::size_t i = 0; i < in; ++i)
+                                    v += w[(dd * 4 * hidden + row) * in + i] *
+                                         x[(s * batch + bb) * in + i];
+                                for (std::size_t i = 0; i < hidden; ++i)
+                                    v += r[(dd * 4 * hidden + row) * hidden + i] *
+                                         hs[bb * hidden + i];
+                                g[q] = v;
+                            }
+                            const float c =
+                                sig(g[2]) * cs[bb * hidden + j] + sig(g[0]) * std::tanh(g[3]);
+                            next_c[bb * hidden + j] = c;
+                            next_h[bb * hidden + j] = sig(g[1]) * std::tanh(c);
+                        }
+                    hs = next_h;
+                    cs = next_c;
+                    for (std::size_t bb = 0; bb < batch; ++bb)
+                        for (std::size_t j = 0; j < hidden; ++j) {
+                            const std::size_t at =
+                                layout == 0 ? ((s * dirs + dd) * batch + bb) * hidden + j
+                                            : ((bb * steps + s) * dirs + dd) * hidden + j;
+                            EXPECT_NEAR(y[at], hs[bb * hidden + j], 1e-5f) << "step " << s;
+                        }
+                }
+                for (std::size_t bb = 0; bb < batch; ++bb)
+                    for (std::size_t j = 0; j < hidden; ++j) {
+                        const std::size_t at = layout == 0 ? (dd * batch + bb) * hidden + j
+                                                           : (bb * dirs + dd) * hidden + j;
+                        EXPECT_NEAR(y_h[at], hs[bb * hidden + j], 1e-5f);
+                    }
+            }
+        }
+    }
+}
+
+TEST(onnx_import, lstm_refuses_what_it_does_not_implement_by_name) {
+    auto error_of = [](const std::function<void(model_builder&, ::onnx::NodeProto*)>& change) {
+        model_builder b(14);
+        b.input("x", TensorProto::FLOAT, {3, 1, 2});
+        b.initializer("W", {1, 8, 2}, std::vector<float>(16, 0.1f));
+        b.initializer("R", {1, 8, 2}, std::vector<float>(16, 0.1f));
+        auto* n = b.node("LSTM", {"x", "W", "R"}, {"y"}, "rnn");
+        set_int(n, "hidden_size", 2);
+        change(b, n);
+        b.output("y");
+        try {
+            b.import();
+        } catch (const user_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of([](model_builder& b, ::onnx::NodeProto* n) {
+                  b.initializer("P", {1, 6}, std::vector<float>(6, 0.f));
+                  n->add_input("");
+                  n->add_input("");
+                  n->add_input("");
+                  n->add_input("");
+                  n->add_input("P");
+              }).find("peepholes"),
+              std::string::npos);
+    EXPECT_NE(error_of([](model_builder&, ::onnx::NodeProto* n) {
+                  set_float(n, "clip", 1.0f);
+              }).find("clip"),
+              std::string::npos);
+    EXPECT_NE(error_of([](model_builder&, ::onnx::NodeProto* n) {
+                  set_string(n, "direction", "sideways");
+              }).find("direction must be"),
+              std::string::npos);
+    EXPECT_NE(error_of([](model_builder&, ::onnx::NodeProto* n) {
+                  for (auto& a : *n->mutable_attribute())
+                      if (a.name() == "hidden_size") a.set_i(3);
+              }).find("does not match"),
+              std::string::npos);
+    EXPECT_NE(error_of([](model_builder&, ::onnx::NodeProto* n) {
+                  for (auto& a : *n->mutable_attribute())
+                      if (a.name() == "hidden_size") a.set_i(3);
+              }).find("rnn"),
+              std::string::npos);
 }
