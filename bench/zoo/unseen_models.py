@@ -109,6 +109,8 @@ def models():
                                ("mistral", t.MistralForCausalLM, t.MistralConfig),
                                ("phi3", t.Phi3ForCausalLM, t.Phi3Config))},
         "hf_lstm_tagger": (lambda: Recurrent("LSTM"), image(2, 12, 32), False),
+        "hf_gru_tagger": (lambda: Recurrent("GRU"), image(2, 12, 32), False),
+        "hf_rnn_tagger": (lambda: Recurrent("RNN"), image(2, 12, 32), False),
     }
 
 

@@ -954,3 +954,96 @@ TEST(onnx_import, lstm_refuses_what_it_does_not_implement_by_name) {
               }).find("rnn"),
               std::string::npos);
 }
+
+// Gate g of unit j of a GRU step, input part (with Wb) and recurrent part (with Rb).
+float input_part_at(const std::vector<float>& w, const std::vector<float>& bias,
+                    const std::vector<float>& x, std::size_t s, std::size_t b, std::size_t g,
+                    std::size_t j, std::size_t in, std::size_t hidden, std::size_t batch) {
+    float v = bias[g * hidden + j];
+    for (std::size_t i = 0; i < in; ++i)
+        v += w[(g * hidden + j) * in + i] * x[(s * batch + b) * in + i];
+    return v;
+}
+float recurrent_at(const std::vector<float>& r, const std::vector<float>& bias,
+                   const std::vector<float>& h, std::size_t b, std::size_t g, std::size_t j,
+                   std::size_t hidden) {
+    float v = bias[(3 + g) * hidden + j];
+    for (std::size_t i = 0; i < hidden; ++i)
+        v += r[(g * hidden + j) * hidden + i] * h[b * hidden + i];
+    return v;
+}
+
+// GRU in PyTorch's form (linear_before_reset=1: the reset gate scales the hidden gate's
+// recurrent product and its bias) and ONNX's default form, against the equations written out;
+// ONNX's own GRU node tests cover only the default form.
+TEST(onnx_import, gru_matches_its_definition_in_both_reset_forms) {
+    const std::size_t steps = 3, batch = 2, in = 3, hidden = 2;
+    auto values = [](std::size_t n, float scale, float shift) {
+        std::vector<float> v(n);
+        for (std::size_t i = 0; i < n; ++i)
+            v[i] = scale * std::sin(float(i) * 1.3f + shift);
+        return v;
+    };
+    const auto w = values(3 * hidden * in, 0.6f, 0.2f);
+    const auto r = values(3 * hidden * hidden, 0.6f, 0.9f);
+    const auto bias = values(6 * hidden, 0.3f, 1.7f);
+    const auto x = values(steps * batch * in, 1.0f, 0.4f);
+    for (std::int64_t lbr : {0, 1}) {
+        SCOPED_TRACE("linear_before_reset " + std::to_string(lbr));
+        model_builder b(14);
+        b.input("x", TensorProto::FLOAT, {3, 2, 3});
+        b.initializer("W", {1, 6, 3}, w);
+        b.initializer("R", {1, 6, 2}, r);
+        b.initializer("B", {1, 12}, bias);
+        auto* n = b.node("GRU", {"x", "W", "R", "B"}, {"y", "y_h"});
+        set_int(n, "hidden_size", 2);
+        set_int(n, "linear_before_reset", lbr);
+        b.output("y");
+        b.output("y_h");
+        const auto out = ref::evaluate(b.import(), {{"x", f32({3, 2, 3}, x)}});
+        ASSERT_EQ(out.size(), 2u);
+        const auto y = to_vector<float>(out[0]);
+        const auto sig = [](float v) { return 1 / (1 + std::exp(-v)); };
+        std::vector<float> h(batch * hidden, 0.0f);
+        for (std::size_t s = 0; s < steps; ++s) {
+            std::vector<float> next(h.size());
+            for (std::size_t bb = 0; bb < batch; ++bb)
+                for (std::size_t j = 0; j < hidden; ++j) {
+                    // Gate g's input part (with Wb) and recurrent part (with Rb) of unit j.
+                    auto input_part = [&](std::size_t g) {
+                        float v = bias[g * hidden + j];
+                        for (std::size_t i = 0; i < in; ++i)
+                            v += w[(g * hidden + j) * in + i] * x[(s * batch + bb) * in + i];
+                        return v;
+                    };
+                    auto recurrent_part = [&](std::size_t g, const std::vector<float>& state) {
+                        float v = bias[(3 + g) * hidden + j];
+                        for (std::size_t i = 0; i < hidden; ++i)
+                            v += r[(g * hidden + j) * hidden + i] * state[bb * hidden + i];
+                        return v;
+                    };
+                    const float z = sig(input_part(0) + recurrent_part(0, h));
+                    const float reset = sig(input_part(1) + recurrent_part(1, h));
+                    float candidate;
+                    if (lbr != 0) {
+                        candidate = std::tanh(input_part(2) + reset * recurrent_part(2, h));
+                    } else {
+                        // (reset ⊙ h) Rhᵀ + Rbh, where reset is per unit of h.
+                        float v = bias[5 * hidden + j];
+                        for (std::size_t i = 0; i < hidden; ++i) {
+                            const float r_i =
+                                sig(input_part_at(w, bias, x, s, bb, 1, i, in, hidden, batch) +
+                                    recurrent_at(r, bias, h, bb, 1, i, hidden));
+                            v += r[(2 * hidden + j) * hidden + i] * r_i * h[bb * hidden + i];
+                        }
+                        candidate = std::tanh(input_part(2) + v);
+                    }
+                    next[bb * hidden + j] = (1 - z) * candidate + z * h[bb * hidden + j];
+                }
+            h = next;
+            for (std::size_t k = 0; k < h.size(); ++k)
+                EXPECT_NEAR(y[s * batch * hidden + k], h[k], 1e-5f) << "step " << s;
+        }
+        expect_near(to_vector<float>(out[1]), h);
+    }
+}
