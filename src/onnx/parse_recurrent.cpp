@@ -108,6 +108,20 @@ recurrent_form read_form(node_context& c, std::size_t gates,
     return f;
 }
 
+// Direction d's state from input `index` (initial_h, initial_c), zeros when it is absent.
+instruction_ref initial_state(node_context& c, const recurrent_form& f, std::size_t index,
+                              std::size_t d) {
+    return c.has_input(index)
+               ? at(c, c.input(index), d)
+               : c.broadcast_to(c.scalar(f.x->get_shape().type(), 0), {f.batch, f.hidden});
+}
+
+// The step direction d takes k-th: the reverse pass walks the sequence from its end.
+std::size_t step_at(const recurrent_form& f, std::size_t d, std::size_t k) {
+    const bool backwards = f.direction == "reverse" || d == 1;
+    return backwards ? f.steps - 1 - k : k;
+}
+
 // Direction d's input projection of every step, with bias (when B is given) added to the
 // first `biased` gates: [steps, batch, G hidden].
 instruction_ref project(node_context& c, const recurrent_form& f, std::size_t gates, std::size_t d,
@@ -139,7 +153,6 @@ outputs build_lstm(node_context& c) {
     if (c.has_input(6) && c.input_shape(6).lens() != dims{f.directions, f.batch, f.hidden})
         c.fail("initial_c must have lens [", f.directions, ", ", f.batch, ", ", f.hidden, "], got ",
                to_string(c.input_shape(6)));
-    const dtype t = f.x->get_shape().type();
     const auto H = std::int64_t(f.hidden);
     std::vector<instruction_ref> ys, last_h, last_c;
     for (std::size_t d = 0; d < f.directions; ++d) {
@@ -150,14 +163,11 @@ outputs build_lstm(node_context& c) {
         }
         auto projected = project(c, f, 4, d, bias);
         auto r = c.add(op::transpose{{1, 0}}, {at(c, c.input(2), d)});
-        auto h = c.has_input(5) ? at(c, c.input(5), d)
-                                : c.broadcast_to(c.scalar(t, 0), {f.batch, f.hidden});
-        auto cell = c.has_input(6) ? at(c, c.input(6), d)
-                                   : c.broadcast_to(c.scalar(t, 0), {f.batch, f.hidden});
+        auto h = initial_state(c, f, 5, d);
+        auto cell = initial_state(c, f, 6, d);
         std::vector<instruction_ref> hs(f.steps);
-        const bool backwards = f.direction == "reverse" || d == 1;
         for (std::size_t k = 0; k < f.steps; ++k) {
-            const std::size_t step = backwards ? f.steps - 1 - k : k;
+            const std::size_t step = step_at(f, d, k);
             auto gates = c.elementwise(K::add, {at(c, projected, step), c.add(op::dot{}, {h, r})});
             auto gate = [&](std::int64_t g) { return take(c, gates, 1, g * H, (g + 1) * H); };
             // ONNX orders the gates input, output, forget, cell.
@@ -200,13 +210,11 @@ outputs build_gru(node_context& c) {
         auto r_all = at(c, c.input(2), d); // [3 hidden, hidden]
         auto r_zr = c.add(op::transpose{{1, 0}}, {take(c, r_all, 0, 0, 2 * H)});
         auto r_h = c.add(op::transpose{{1, 0}}, {take(c, r_all, 0, 2 * H, 3 * H)});
-        auto h = c.has_input(5) ? at(c, c.input(5), d)
-                                : c.broadcast_to(c.scalar(t, 0), {f.batch, f.hidden});
+        auto h = initial_state(c, f, 5, d);
         const dims state{f.batch, f.hidden};
         std::vector<instruction_ref> hs(f.steps);
-        const bool backwards = f.direction == "reverse" || d == 1;
         for (std::size_t k = 0; k < f.steps; ++k) {
-            const std::size_t step = backwards ? f.steps - 1 - k : k;
+            const std::size_t step = step_at(f, d, k);
             auto x_gates = at(c, projected, step);
             auto zr =
                 c.elementwise(K::sigmoid, {c.elementwise(K::add, {take(c, x_gates, 1, 0, 2 * H),
@@ -242,7 +250,6 @@ outputs build_gru(node_context& c) {
 // RNN: H = tanh(X Wᵀ + H Rᵀ + Wb + Rb).
 outputs build_rnn(node_context& c) {
     const recurrent_form f = read_form(c, 1, {"Tanh"});
-    const dtype t = f.x->get_shape().type();
     const auto H = std::int64_t(f.hidden);
     std::vector<instruction_ref> ys, last_h;
     for (std::size_t d = 0; d < f.directions; ++d) {
@@ -253,12 +260,10 @@ outputs build_rnn(node_context& c) {
         }
         auto projected = project(c, f, 1, d, bias);
         auto r = c.add(op::transpose{{1, 0}}, {at(c, c.input(2), d)});
-        auto h = c.has_input(5) ? at(c, c.input(5), d)
-                                : c.broadcast_to(c.scalar(t, 0), {f.batch, f.hidden});
+        auto h = initial_state(c, f, 5, d);
         std::vector<instruction_ref> hs(f.steps);
-        const bool backwards = f.direction == "reverse" || d == 1;
         for (std::size_t k = 0; k < f.steps; ++k) {
-            const std::size_t step = backwards ? f.steps - 1 - k : k;
+            const std::size_t step = step_at(f, d, k);
             h = c.elementwise(K::tanh, {c.elementwise(K::add, {at(c, projected, step),
                                                                c.add(op::dot{}, {h, r})})});
             hs[step] = h;

@@ -414,16 +414,22 @@ outputs build_tile(node_context& c) {
 
 // DepthToSpace (pixel shuffle) and SpaceToDepth (its inverse) as the reshape -> transpose ->
 // reshape the ONNX definition spells out; the passes then treat them as any layout change.
-outputs build_depth_to_space(node_context& c) {
-    auto x = c.input(0);
-    const auto& lens = x->get_shape().lens();
-    if (lens.size() != 4)
-        c.fail("input must have rank 4 [N, C, H, W], got ", to_string(x->get_shape()));
+// Both ops' input (rank 4, [N, C, H, W]) and positive blocksize.
+std::size_t checked_blocksize(node_context& c) {
+    if (c.input_shape(0).rank() != 4)
+        c.fail("input must have rank 4 [N, C, H, W], got ", to_string(c.input_shape(0)));
     const std::int64_t block = c.attr_int("blocksize", 0);
     if (block <= 0) c.fail("blocksize must be positive, got ", block);
+    return std::size_t(block);
+}
+
+outputs build_depth_to_space(node_context& c) {
+    const std::size_t b = checked_blocksize(c);
+    auto x = c.input(0);
+    const auto& lens = x->get_shape().lens();
     const std::string mode = c.attr_string("mode", "DCR");
     if (mode != "DCR" && mode != "CRD") c.fail("mode must be DCR or CRD, got '", mode, "'");
-    const std::size_t b = std::size_t(block), n = lens[0], ch = lens[1], h = lens[2], w = lens[3];
+    const std::size_t n = lens[0], ch = lens[1], h = lens[2], w = lens[3];
     if (ch % (b * b) != 0)
         c.fail("the ", ch, " channels are not a multiple of blocksize^2 = ", b * b);
     const std::size_t out_ch = ch / (b * b);
@@ -436,13 +442,10 @@ outputs build_depth_to_space(node_context& c) {
 }
 
 outputs build_space_to_depth(node_context& c) {
+    const std::size_t b = checked_blocksize(c);
     auto x = c.input(0);
     const auto& lens = x->get_shape().lens();
-    if (lens.size() != 4)
-        c.fail("input must have rank 4 [N, C, H, W], got ", to_string(x->get_shape()));
-    const std::int64_t block = c.attr_int("blocksize", 0);
-    if (block <= 0) c.fail("blocksize must be positive, got ", block);
-    const std::size_t b = std::size_t(block), n = lens[0], ch = lens[1], h = lens[2], w = lens[3];
+    const std::size_t n = lens[0], ch = lens[1], h = lens[2], w = lens[3];
     if (h % b != 0 || w % b != 0)
         c.fail("the spatial size ", h, "x", w, " is not a multiple of blocksize ", b);
     auto y = c.add(op::reshape{{n, ch, h / b, b, w / b, b}}, {x});
