@@ -350,3 +350,88 @@ __device__ __forceinline__ void cx_simt_store(const Acc (&acc)[FRAG_M][FRAG_N], 
         }
     }
 }
+
+// The copies of one operand's tile into a pipeline stage. The tile is OUTER rows of VPR vectors
+// of VECTOR elements (k-major: a row per tile row of the GEMM, the vectors along k; mn-major: a
+// row per depth, the vectors along m or n); thread tid copies vectors tid, tid + THREADS, ...
+// (LOADS of them, the last possibly past TOTAL), so a thread's GEMM rows are fixed for the
+// whole K loop. View, written by the generator for the operand, says where things are:
+//   View::row_t row(Offset row)     a GEMM row's offset, whether it is inside, and (for a
+//                                   convolution's input) the window's start per spatial axis
+//   View::depth_t depth(int k)      a depth's offset and whether it is inside (and its taps)
+//   bool inside(row_t, depth_t)     a convolution's window bounds (else true)
+// COPY: 0 cp.async of the whole vector, 1 cp.async of what is left of a row that ends inside
+// the vector (View::row_t::left elements), 2 an element through registers (VECTOR 1).
+// What depends only on the row is computed once (setup); what depends on the depth once per
+// K-tile, or once per load when threads do not share their depth.
+template <class View, class S, class Offset, int OUTER, int VPR, int VECTOR, int THREADS, int LOADS,
+          int TOTAL, bool K_MAJOR, int TILE_K, int COPY>
+struct cx_tile_loader {
+    static constexpr bool SAME_INNER = THREADS % VPR == 0;
+    static constexpr bool DEPTH_PER_THREAD = K_MAJOR && SAME_INNER;
+    static constexpr bool ROW_PER_THREAD = !K_MAJOR && SAME_INNER;
+    static constexpr int ROWS = ROW_PER_THREAD ? 1 : LOADS;
+    static constexpr int VECTOR_BYTES = VECTOR * (int)sizeof(S);
+
+    static __device__ __forceinline__ int outer(int tid, int i) {
+        return SAME_INNER ? tid / VPR + i * (THREADS / VPR) : (tid + i * THREADS) / VPR;
+    }
+    static __device__ __forceinline__ int inner(int tid, int i) {
+        return SAME_INNER ? tid % VPR * VECTOR : (tid + i * THREADS) % VPR * VECTOR;
+    }
+    static __device__ __forceinline__ int row_in_tile(int tid, int i) {
+        return K_MAJOR ? outer(tid, i) : inner(tid, i);
+    }
+    static __device__ __forceinline__ int depth_in_tile(int tid, int i) {
+        return K_MAJOR ? inner(tid, i) : outer(tid, i);
+    }
+
+    unsigned sts[LOADS];
+    typename View::row_t rows[ROWS];
+    int depths[DEPTH_PER_THREAD ? 1 : LOADS];
+    int tid;
+
+    // tile_offset(outer, inner): the swizzled byte offset of a vector in a stage.
+    template <class TileOffset>
+    __device__ __forceinline__ void setup(int thread, Offset row0, TileOffset&& tile_offset) {
+        tid = thread;
+#pragma unroll
+        for (int i = 0; i < LOADS; ++i) {
+            sts[i] = tile_offset(K_MAJOR ? row_in_tile(tid, i) : depth_in_tile(tid, i),
+                                 K_MAJOR ? depth_in_tile(tid, i) : row_in_tile(tid, i));
+            if constexpr (!DEPTH_PER_THREAD) depths[i] = depth_in_tile(tid, i);
+        }
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i)
+            rows[i] = View::row(row0 + row_in_tile(tid, i));
+        if constexpr (DEPTH_PER_THREAD) depths[0] = inner(tid, 0);
+    }
+
+    // K-tile kt into the stage at `stage` (shared-state-space address; `stage_generic` the same
+    // as a generic pointer, for register copies) from `base`.
+    __device__ __forceinline__ void load(unsigned stage, unsigned char* stage_generic, int kt,
+                                         const S* base) const {
+        typename View::depth_t shared_depth;
+        if constexpr (DEPTH_PER_THREAD) shared_depth = View::depth(kt * TILE_K + depths[0]);
+#pragma unroll
+        for (int i = 0; i < LOADS; ++i) {
+            if (TOTAL % THREADS != 0 && tid + i * THREADS >= TOTAL) continue;
+            const typename View::depth_t d =
+                DEPTH_PER_THREAD ? shared_depth : View::depth(kt * TILE_K + depths[i]);
+            const typename View::row_t& r = rows[ROW_PER_THREAD ? 0 : i];
+            const bool ok = r.ok && d.ok && View::inside(r, d);
+            const Offset off = r.off + d.off;
+            if constexpr (COPY == 0) {
+                cx_cp_async<VECTOR_BYTES>(stage + sts[i],
+                                          ok ? (const void*)(base + off) : (const void*)base, ok);
+            } else if constexpr (COPY == 1) {
+                const int left = r.left * (int)sizeof(S);
+                const int bytes = ok ? (left < VECTOR_BYTES ? left : VECTOR_BYTES) : 0;
+                cx_cp_async_bytes<VECTOR_BYTES>(
+                    stage + sts[i], ok ? (const void*)(base + off) : (const void*)base, bytes);
+            } else {
+                *reinterpret_cast<S*>(stage_generic + sts[i]) = ok ? base[off] : S();
+            }
+        }
+    }
+};

@@ -31,6 +31,7 @@ std::string tile_offset_function(const std::string& name, const tile_plan& t,
 // per-thread state (kernel scope, after cx_a / cx_b / cx_m0 / cx_n0); `load` is the body of
 // a lambda of (int cx_slot, int cx_kt) that issues the copy of K-tile cx_kt into stage cx_slot.
 struct loader_text {
+    std::string definitions; // the operand's view for cx_tile_loader, before the kernel
     std::string setup;
     std::string load;
 };

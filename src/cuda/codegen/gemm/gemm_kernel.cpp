@@ -202,6 +202,7 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
     };
     const auto a = gemm::operand_loader(ctx, true);
     const auto b = gemm::operand_loader(ctx, false);
+    s.insert(functions_at, a.definitions + b.definitions);
     const std::string load_tiles =
         in + "auto cx_load_tiles = [&](int cx_slot, int cx_kt) {\n" + a.load + b.load + in + "};\n";
 

@@ -89,150 +89,104 @@ loader_text operand_loader(const codegen_context& c, bool is_a) {
     const tile_plan& t = is_a ? plan.a : plan.b;
     const bool conv_input = is_a && p.family == gemm_family::convolution;
     const std::string P = is_a ? "cx_a_" : "cx_b_";
+    const std::string view = P + "view";
     const std::string ptr = is_a ? "cx_a" : "cx_b";
     const std::string row0 = is_a ? "cx_m0" : "cx_n0";
     const std::size_t rows = is_a ? p.m : p.n;
     const bool rows_exact = rows % t.rows == 0;
-    const unsigned T = plan.load_threads; // a _ws kernel's producer warpgroup, else the block
-    const unsigned L = t.loads_per_thread;
+    const unsigned T = plan.load_threads;    // a _ws kernel's producer warpgroup, else the block
     const unsigned vpr = t.inner / t.vector; // vectors per shared row
     const std::size_t total = std::size_t(t.outer) * vpr;
     const bool k_major = t.major == operand_major::k;
-    // With threads a multiple of the vectors per row, a thread's inner position is the same in
-    // every load: its depth (k-major) or its row (mn-major) is then computed once.
-    const bool same_inner = T % vpr == 0;
-    const std::string L_s = std::to_string(L);
-    const std::string off_t = c.offset_type;
-    const std::string in = "    ";
-
-    auto outer_expr = [&](const std::string& i) {
-        return same_inner ? "(cx_tid / " + std::to_string(vpr) + " + " + i + " * " +
-                                std::to_string(T / vpr) + ")"
-                          : "((cx_tid + " + i + " * " + std::to_string(T) + ") / " +
-                                std::to_string(vpr) + ")";
-    };
-    auto inner_expr = [&](const std::string& i) {
-        return same_inner
-                   ? "(cx_tid % " + std::to_string(vpr) + " * " + std::to_string(t.vector) + ")"
-                   : "((cx_tid + " + i + " * " + std::to_string(T) + ") % " + std::to_string(vpr) +
-                         " * " + std::to_string(t.vector) + ")";
-    };
-    const std::string row_in_tile = k_major ? outer_expr("i") : inner_expr("i");
-    const std::string depth_in_tile = k_major ? inner_expr("i") : outer_expr("i");
-    // The depth is per thread (not per load) when it is the inner position of a k-major tile
-    // shared by all loads.
-    const bool depth_per_thread = k_major && same_inner;
-    const bool row_per_thread = !k_major && same_inner;
+    const std::string& off_t = c.offset_type;
+    const std::string in = "    ", in2 = "        ";
     // Rows that end inside a vector (gemm_operand::partial_last_vector): each copy reads only the
     // elements left in its row.
     const bool partial = o.contiguous_extent % t.vector != 0;
     CONFLUX_ASSERT(!partial || (!k_major && t.async && !conv_input),
                    "a partial last vector is for mn-major cp.async copies only");
-
-    loader_text r;
-    std::string& s = r.setup;
-    s += in + "// " + std::string(is_a ? "A" : "B") + ": " + to_string(t.major) + " tile " +
-         std::to_string(t.outer) + "x" + std::to_string(t.inner) + ", " + std::to_string(t.vector) +
-         "-element " + (t.async ? "cp.async" : "register") + " copies, " + L_s + " per thread\n";
-    s += in + "unsigned " + P + "sts[" + L_s + "];\n";
-    const std::string L_row = row_per_thread ? "1" : L_s;
-    s += in + off_t + " " + P + "row_off[" + L_row + "];\n";
-    s += in + "bool " + P + "row_ok[" + L_row + "];\n";
-    if (partial) s += in + "int " + P + "row_left[" + L_row + "];\n";
+    CONFLUX_ASSERT(partial || t.async || t.vector == 1, "register copies are element by element");
     const std::size_t nd = conv_input ? p.conv->nd() : 0;
-    for (std::size_t d = 0; d < nd; ++d)
-        s += in + "int " + P + "pos" + std::to_string(d) + "[" + L_row + "];\n";
-    if (!depth_per_thread) s += in + "int " + P + "depth[" + L_s + "];\n";
-    s += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + L_s + "; ++i) {\n";
-    const std::string in2 = in + "    ";
-    s += in2 + P + "sts[i] = " + P + "tile_offset(" + (k_major ? row_in_tile : depth_in_tile) +
-         ", " + (k_major ? depth_in_tile : row_in_tile) + ");\n";
-    if (!depth_per_thread) s += in2 + P + "depth[i] = " + depth_in_tile + ";\n";
-    s += in + "}\n";
 
-    // Row state: per load, or once when the row is per thread.
-    const std::string ri = row_per_thread ? "0" : "i";
-    s += in + "#pragma unroll\n" + in + "for (int i = 0; i < " + L_row + "; ++i) {\n";
-    s += in2 + "const " + off_t + " row = " + row0 + " + " + row_in_tile + ";\n";
-    s += in2 + P + "row_ok[" + ri +
-         "] = " + (rows_exact ? "true" : "row < " + text::integer_literal(rows)) + ";\n";
-    if (partial)
-        s += in2 + P + "row_left[" + ri + "] = (int)(" + text::integer_literal(rows) + " - row);\n";
+    // The operand's view (cx_tile_loader in gemm.cuh): rows, depths and a window's bounds.
+    loader_text r;
+    std::string& v = r.definitions;
+    v += "// " + std::string(is_a ? "A" : "B") + ": " + to_string(t.major) + " tile " +
+         std::to_string(t.outer) + "x" + std::to_string(t.inner) + ", " + std::to_string(t.vector) +
+         "-element " + (t.async ? "cp.async" : "register") + " copies, " +
+         std::to_string(t.loads_per_thread) + " per thread\n";
+    v += "struct " + view + " {\n";
+    v += in + "struct row_t {\n" + in2 + off_t + " off;\n" + in2 + "bool ok;\n";
+    if (partial) v += in2 + "int left;\n";
+    for (std::size_t d = 0; d < nd; ++d)
+        v += in2 + "int pos" + std::to_string(d) + ";\n";
+    v += in + "};\n";
+    v += in + "struct depth_t {\n" + in2 + off_t + " off;\n" + in2 + "bool ok;\n";
+    for (std::size_t d = 0; d < nd; ++d)
+        v += in2 + "int tap" + std::to_string(d) + ";\n";
+    v += in + "};\n";
+    v += in + "static __device__ __forceinline__ row_t row(" + off_t + " row) {\n";
+    v += in2 + "row_t r;\n";
+    v += in2 + "r.ok = " + (rows_exact ? "true" : "row < " + text::integer_literal(rows)) + ";\n";
+    if (partial) v += in2 + "r.left = (int)(" + text::integer_literal(rows) + " - row);\n";
     if (!conv_input) {
-        s += in2 + P + "row_off[" + ri + "] = row * " + text::integer_literal(o.row_stride) + ";\n";
+        v += in2 + "r.off = row * " + text::integer_literal(o.row_stride) + ";\n";
     } else {
         const conv_geometry& g = *p.conv;
         // row = ((image * O0 + o0) * O1 + o1)...; the window starts at o * stride - pad.
-        s += in2 + off_t + " rest = row;\n";
+        v += in2 + off_t + " rest = row;\n";
         std::string off;
         for (std::size_t d = nd; d-- > 0;) {
-            const std::string od = "o" + std::to_string(d);
-            s += in2 + "const int " + od + " = (int)(rest % " +
+            const std::string od = "o" + std::to_string(d), pos = "r.pos" + std::to_string(d);
+            v += in2 + "const int " + od + " = (int)(rest % " +
                  text::integer_literal(g.output_spatial[d]) + ");\n";
-            s += in2 + "rest /= " + text::integer_literal(g.output_spatial[d]) + ";\n";
-            s += in2 + P + "pos" + std::to_string(d) + "[" + ri + "] = " + od + " * " +
-                 text::integer_literal(g.stride[d]) + " - " +
+            v += in2 + "rest /= " + text::integer_literal(g.output_spatial[d]) + ";\n";
+            v += in2 + pos + " = " + od + " * " + text::integer_literal(g.stride[d]) + " - " +
                  text::integer_literal(g.pad_begin[d]) + ";\n";
-            off += " + (" + off_t + ")" + P + "pos" + std::to_string(d) + "[" + ri + "] * " +
+            off += " + (" + off_t + ")" + pos + " * " +
                    text::integer_literal(g.input_spatial_strides[d]);
         }
-        s += in2 + P + "row_off[" + ri + "] = rest * " + text::integer_literal(g.image_stride) +
-             off + ";\n";
+        v += in2 + "r.off = rest * " + text::integer_literal(g.image_stride) + off + ";\n";
     }
-    s += in + "}\n";
-    if (depth_per_thread) s += in + "const int " + P + "depth = " + inner_expr("0") + ";\n";
-
-    // The copy of K-tile cx_kt into stage cx_slot.
-    std::string& l = r.load;
-    const std::string stage_base =
-        "(" +
-        std::string(is_a ? "0u"
-                         : std::to_string(plan.config.stages) + "u * " +
-                               std::to_string(plan.a.stage_bytes) + "u") +
-        " + (unsigned)cx_slot * " + std::to_string(t.stage_bytes) + "u)";
-    l += in2 + "const unsigned " + P + "stage = " + stage_base + ";\n";
-    const std::string kt_base = "cx_kt * " + std::to_string(plan.config.tile_k);
-    if (depth_per_thread)
-        l += depth_decomposition(c, o, "(" + kt_base + " + " + P + "depth)", P + "k", in2);
-    l += in2 + "#pragma unroll\n" + in2 + "for (int i = 0; i < " + L_s + "; ++i) {\n";
-    std::string in3 = in2 + "    ";
-    if (total % T != 0) {
-        l +=
-            in3 + "if (cx_tid + i * " + std::to_string(T) + " < " + std::to_string(total) + ") {\n";
-        in3 += "    ";
-    }
-    if (!depth_per_thread)
-        l += depth_decomposition(c, o, "(" + kt_base + " + " + P + "depth[i])", P + "k", in3);
-    std::string ok = P + "row_ok[" + ri + "] && " + P + "kok";
+    v += in2 + "return r;\n" + in + "}\n";
+    v += in + "static __device__ __forceinline__ depth_t depth(int k) {\n";
+    v += depth_decomposition(c, o, "k", "k", in2);
+    v += in2 + "depth_t d;\n" + in2 + "d.off = koff;\n" + in2 + "d.ok = kok;\n";
+    for (std::size_t d = 0; d < nd; ++d)
+        v += in2 + "d.tap" + std::to_string(d) + " = ktap" + std::to_string(d) + ";\n";
+    v += in2 + "return d;\n" + in + "}\n";
+    std::string inside = "true";
     if (conv_input) {
         const conv_geometry& g = *p.conv;
         for (std::size_t d = 0; d < nd; ++d) {
             if (!needs_bounds_check(g, d)) continue;
-            const std::string tap = g.kernel[d] == 1 ? "0" : P + "ktap" + std::to_string(d);
-            ok += " && (unsigned)(" + P + "pos" + std::to_string(d) + "[" + ri + "] + " + tap +
-                  " * " + text::integer_literal(g.dilation[d]) + ") < " +
-                  text::integer_literal(g.input_spatial[d]) + "u";
+            const std::string tap = g.kernel[d] == 1 ? "0" : "d.tap" + std::to_string(d);
+            inside += " && (unsigned)(r.pos" + std::to_string(d) + " + " + tap + " * " +
+                      text::integer_literal(g.dilation[d]) + ") < " +
+                      text::integer_literal(g.input_spatial[d]) + "u";
         }
     }
-    l += in3 + "const bool ok = " + ok + ";\n";
-    l += in3 + "const " + off_t + " off = " + P + "row_off[" + ri + "] + " + P + "koff;\n";
-    const std::string vector_bytes = std::to_string(t.vector * plan.element_bytes);
-    const std::string copy_to_from = "(cx_smem_base + " + P + "stage + " + P +
-                                     "sts[i], ok ? (const void*)(" + ptr +
-                                     " + off) : (const void*)" + ptr + ", ";
-    if (partial) {
-        l += in3 + "const int bytes = ok ? min(" + P + "row_left[" + ri + "] * " +
-             std::to_string(plan.element_bytes) + ", " + vector_bytes + ") : 0;\n";
-        l += in3 + "cx_cp_async_bytes<" + vector_bytes + ">" + copy_to_from + "bytes);\n";
-    } else if (t.async) {
-        l += in3 + "cx_cp_async<" + vector_bytes + ">" + copy_to_from + "ok);\n";
-    } else {
-        CONFLUX_ASSERT(t.vector == 1, "register copies are element by element");
-        l += in3 + "*reinterpret_cast<" + c.storage + "*>(cx_smem + " + P + "stage + " + P +
-             "sts[i]) = ok ? " + ptr + "[off] : " + c.storage + "();\n";
-    }
-    if (total % T != 0) l += in2 + "    }\n";
-    l += in2 + "}\n";
+    v += in + "static __device__ __forceinline__ bool inside(const row_t& r, const depth_t& d) {\n";
+    v += in2 + "return " + inside + ";\n" + in + "}\n";
+    v += "};\n";
+
+    // The loader: per-thread state once, then the copy of K-tile cx_kt into stage cx_slot.
+    const int copy = partial ? 1 : t.async ? 0 : 2;
+    r.setup += in + "cx_tile_loader<" + view + ", " + c.storage + ", " + off_t + ", " +
+               std::to_string(t.outer) + ", " + std::to_string(vpr) + ", " +
+               std::to_string(t.vector) + ", " + std::to_string(T) + ", " +
+               std::to_string(t.loads_per_thread) + ", " + std::to_string(total) + ", " +
+               (k_major ? "true" : "false") + ", " + std::to_string(plan.config.tile_k) + ", " +
+               std::to_string(copy) + "> " + P + "loader;\n";
+    r.setup += in + P + "loader.setup(cx_tid, " + row0 + ", [](unsigned outer, unsigned inner) { " +
+               "return " + P + "tile_offset(outer, inner); });\n";
+    const std::string stage = "(" +
+                              std::string(is_a ? "0u"
+                                               : std::to_string(plan.config.stages) + "u * " +
+                                                     std::to_string(plan.a.stage_bytes) + "u") +
+                              " + (unsigned)cx_slot * " + std::to_string(t.stage_bytes) + "u)";
+    r.load += in2 + P + "loader.load(cx_smem_base + " + stage + ", cx_smem + " + stage +
+              ", cx_kt, " + ptr + ");\n";
     return r;
 }
 
