@@ -690,7 +690,7 @@ TEST(CudaGemmKernel, WarpSpecialisedKernelsCompileForSm90a) {
     EXPECT_TRUE(k.arch_specific);
     EXPECT_EQ(k.launch.block[0], 384u);
     EXPECT_EQ(k.launch.grid[0], 3u); // 3 x 1 tiles of 128 x 256
-    EXPECT_CONTAINS(k.code, "cx_ws_produce_tile<3, 1>");
+    EXPECT_CONTAINS(k.code, "cx_ws_produce_tile<3, true>");
     EXPECT_CONTAINS(k.code, "cx_ws_claim_registers<208>");
     EXPECT_CONTAINS(k.code, "cx_ws_release_registers<88>");
 }

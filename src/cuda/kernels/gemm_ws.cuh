@@ -8,10 +8,9 @@
 //
 // Two barriers per stage at `bars` (shared-state-space addresses, 8 bytes each):
 //   full[s]  = bars + 8 s: completes once every producer thread's copies into stage s have
-//              landed. Count: the producer threads. Each waits for its own copies, fences them
-//              towards the async proxy that wgmma reads through, then arrives, so the consumer's
-//              wait orders the copies before its wgmma as the block-wide barrier does in the
-//              other kernels.
+//              landed. Count: the producer threads, each arriving through
+//              cp.async.mbarrier.arrive.noinc when its copies land; the consumers fence towards
+//              the async proxy that wgmma reads through after their wait.
 //   empty[s] = bars + 8 (STAGES + s): completes once every consumer warp's wgmma has finished
 //              reading stage s. Count: the consumer warps; lane 0 arrives after the warpgroup's
 //              wait.
@@ -81,33 +80,38 @@ __device__ __forceinline__ void cx_ws_init(unsigned bars) {
     __syncthreads();
 }
 
+// The arrive of a producer thread on `bar` once all its cp.async copies issued so far have
+// landed: the hardware arrives (noinc: the arrival is one of the barrier's expected count), so the
+// thread goes on issuing the next stage's copies instead of waiting for these.
+__device__ __forceinline__ void cx_mbar_arrive_on_copies(unsigned bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 // The producer's share of one output tile: K-tiles 0 .. k_tiles - 1 copied into the ring by
-// load(stage, kt). A stage is announced full LAG iterations after its copies were issued, when
-// waiting for them leaves LAG groups in flight; LAG = STAGES - 2 keeps the ring deadlock-free
-// (the consumers release a stage only after multiplying the next one).
-template <int STAGES, int LAG, class Load>
+// load(stage, kt), each stage announced full by the copies themselves landing (ASYNC: every copy
+// is a cp.async). An operand copied through registers (elements too narrow for cp.async) is
+// stored by the thread itself: then it waits for its copies, fences and arrives.
+template <int STAGES, bool ASYNC, class Load>
 __device__ __forceinline__ void cx_ws_produce_tile(unsigned bars, int& it, int k_tiles,
                                                    Load& load) {
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const int stage = it % STAGES;
         if (it >= STAGES) cx_mbar_wait(cx_ws_empty<STAGES>(bars, stage), (it / STAGES - 1) & 1);
         load(stage, kt);
-        cx_cp_async_commit();
-        if (it >= LAG) {
-            cx_cp_async_wait<LAG>();
+        if constexpr (ASYNC) {
+            cx_mbar_arrive_on_copies(cx_ws_full<STAGES>(bars, stage));
+        } else {
+            cx_cp_async_commit();
+            cx_cp_async_wait<0>();
             cx_fence_proxy_async();
-            cx_mbar_arrive(cx_ws_full<STAGES>(bars, (it - LAG) % STAGES));
+            cx_mbar_arrive(cx_ws_full<STAGES>(bars, stage));
         }
     }
 }
 
-// After the producer's last tile: the stages not yet announced.
-template <int STAGES, int LAG>
-__device__ __forceinline__ void cx_ws_produce_drain(unsigned bars, int it) {
+// After the producer's last tile: its copies land before it exits.
+__device__ __forceinline__ void cx_ws_produce_drain() {
     cx_cp_async_wait<0>();
-    cx_fence_proxy_async();
-    for (int i = it - LAG < 0 ? 0 : it - LAG; i < it; ++i)
-        cx_mbar_arrive(cx_ws_full<STAGES>(bars, i % STAGES));
 }
 
 // The consumers' share of one output tile: multiply(stage) issues a stage's wgmma and waits
@@ -119,6 +123,8 @@ __device__ __forceinline__ void cx_ws_consume_tile(unsigned bars, int& it, int k
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const int stage = it % STAGES;
         cx_mbar_wait(cx_ws_full<STAGES>(bars, stage), (it / STAGES) & 1);
+        // The copies were made through the generic proxy, wgmma reads through the async one.
+        cx_fence_proxy_async();
         multiply(stage);
         if (kt > 0 && lane == 0) cx_mbar_arrive(cx_ws_empty<STAGES>(bars, (it - 1) % STAGES));
     }

@@ -263,7 +263,7 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         // kernels/gemm_ws.cuh: the producer warpgroup (threads 0-127) copies, the warps after it
         // multiply and store; both walk the block's tiles in the same order.
         const std::size_t ring = plan->shared_bytes - plan->barrier_bytes;
-        const std::string stages = std::to_string(c.stages), lag = std::to_string(c.stages - 2);
+        const std::string stages = std::to_string(c.stages);
         const std::string blocks = std::to_string(plan->blocks);
         const std::string k_tiles = text::integer_literal(plan->k_tiles);
         s += in + "const unsigned cx_bars = cx_smem_base + " + std::to_string(ring) + "u;\n";
@@ -278,10 +278,11 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         s += in + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks +
              "; cx_tile += gridDim.x) {\n";
         s += tile_of("cx_tile", in) + operands(in) + a.setup + b.setup + load_tiles;
-        s += in + "cx_ws_produce_tile<" + stages + ", " + lag + ">(cx_bars, cx_it, " + k_tiles +
-             ", cx_load_tiles);\n";
+        const bool async = plan->a.async && plan->b.async;
+        s += in + "cx_ws_produce_tile<" + stages + ", " + (async ? "true" : "false") +
+             ">(cx_bars, cx_it, " + k_tiles + ", cx_load_tiles);\n";
         s += in + "}\n";
-        s += in + "cx_ws_produce_drain<" + stages + ", " + lag + ">(cx_bars, cx_it);\n";
+        s += in + "cx_ws_produce_drain();\n";
         s += in + "} else {\n";
         if (plan->consumer_registers != 0)
             s +=
