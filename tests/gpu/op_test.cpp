@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -175,6 +176,62 @@ TEST(CudaOps, LargePointwiseKernels) {
             m.add_return({m.add_instruction(op::make_elementwise(elementwise_kind::add), {x, ty})});
         });
     }
+}
+
+// GELU over its whole range in both forms, against values computed here in double (erfc for the
+// erf form, so the negative tail does not cancel). f16 and bf16 results come from the short
+// forms in math.cuh (cx_gelu_rounded_to_16) and must be within one unit in the last place of
+// the exact value; f32 results compute 0.5 x (1 + erff or tanhf), which cancels for negative x
+// as the reference target's does, so they are held to two units plus |x| 2^-22 (an error of
+// two units of 1 in erff or tanhf). A relative-RMS comparison would not hold the tails to this.
+TEST(CudaOps, GeluBothFormsOverTheWholeRange) {
+    constexpr std::size_t n = 24001;
+    std::vector<float> xs(n);
+    for (std::size_t i = 0; i < n; ++i)
+        xs[i] = -12.0f + 24.0f * float(i) / float(n - 1);
+    for (dtype t : float_types)
+        for (const float form : {0.0f, 1.0f}) {
+            const std::string label = std::string("gelu ") + (form != 0 ? "tanh" : "erf") +
+                                      " form over [-12, 12] " + std::string(to_string(t));
+            const argument x_in = from_vector(t, {n}, xs);
+            auto build = [&](module& m) {
+                auto x = m.add_literal(x_in);
+                m.add_return({m.add_instruction(
+                    op::make_elementwise(op::elementwise_kind::gelu, form), {x})});
+            };
+            program source;
+            build(source.main());
+            cuda::compile_options o;
+            o.tune = cuda::tune_mode::none;
+            o.use_problem_cache = false;
+            const auto got =
+                to_vector<double>(cuda::compile(std::move(source), o).run({}, {}).at(0));
+            const auto x = to_vector<double>(x_in);
+            const int digits = t == dtype::f16 ? 11 : t == dtype::bf16 ? 8 : 24;
+            const double smallest = t == dtype::f16 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -149);
+            std::size_t worse = 0;
+            double worst = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const double v = x[i];
+                const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+                const double exact = form != 0 ? v / (1 + std::exp(-2 * u))
+                                               : 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+                const double ulp =
+                    exact == 0
+                        ? smallest
+                        : std::max(smallest, std::ldexp(1.0, std::ilogb(exact) + 1 - digits));
+                const double allowed =
+                    t == dtype::f32 ? 2 * ulp + std::abs(v) * std::ldexp(1.0, -22) : ulp;
+                const double d = std::abs(got[i] - exact);
+                worst = std::max(worst, d / ulp);
+                if (!(d <= allowed)) ++worse;
+            }
+            char buf[120];
+            std::snprintf(buf, sizeof buf, "%zu of %zu out of bounds, worst %.2f ulp from exact",
+                          worse, n, worst);
+            summary().push_back({label, worse == 0, buf});
+            EXPECT_EQ(worse, 0u) << label << ": " << buf;
+        }
 }
 
 TEST(CudaOps, LayoutCopiesAndDataMovement) {

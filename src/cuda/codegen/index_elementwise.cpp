@@ -88,7 +88,10 @@ std::string elementwise_expression(const op::elementwise& e, dtype value_type,
     case atanh:
         return call("cx_" + kind, args);
     case gelu:
-        return call("cx_gelu", {a, e.alpha != 0 ? "true" : "false"});
+        // A result rounded to 16 bits next does not need erff's or tanhf's last bits.
+        return call(value_type == dtype::f16 || value_type == dtype::bf16 ? "cx_gelu_rounded_to_16"
+                                                                          : "cx_gelu",
+                    {a, e.alpha != 0 ? "true" : "false"});
     case mod:
         return call("cx_mod", {a, args[1], e.alpha != 0 ? "true" : "false"});
     case equal:
