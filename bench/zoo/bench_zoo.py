@@ -317,17 +317,22 @@ def time_in_child(args, name, inputs, result):
 LAUNCH_ROW = re.compile(r"^\s*([\d.]+)%\s+([\d.]+)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
 
 
-def conflux_args(inputs, tune, caches):
-    args = ["--fp16", "--tune", tune, "--quiet"] + caches
+def conflux_args(inputs, tune, caches, narrow_outputs=False):
+    # --narrow-outputs: f16 outputs, as the PyTorch model (made .half()) gives them; without it
+    # Conflux writes the f32 outputs the exported graph declares (an LM's logits: twice the
+    # bytes PyTorch writes).
+    args = ["--fp16", "--tune", tune, "--quiet"] + (["--narrow-outputs"] if narrow_outputs else [])
+    args += caches
     for i in inputs:
         args += ["--input", f"{i['name']}={i['file']}",
                  "--input-dim", f"{i['name']}:{','.join(str(d) for d in i['shape'])}"]
     return args
 
 
-def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top):
+def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top,
+                 narrow_outputs=False):
     model = os.path.join(folder, "model.onnx")
-    args = conflux_args(info["inputs"], tune, caches)
+    args = conflux_args(info["inputs"], tune, caches, narrow_outputs)
     out = {}
     t = time.monotonic()
     # perf writes the outputs of one more run after the timing: the check needs no second
@@ -422,6 +427,7 @@ def write_record(args, rows, commit, device):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"commit": commit, "device": device, "tune": args.tune,
+                       "narrow_outputs": args.narrow_outputs,
                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                        "figures": figures(rows), "rows": rows}, f, indent=1)
     text, summary = table(rows)
@@ -449,6 +455,8 @@ def main():
                     help="the share of --deadline that preparing (export, Inductor) may take")
     ap.add_argument("--timeout", type=int, default=400)
     ap.add_argument("--top", type=int, default=3, help="launches listed in each perf log")
+    ap.add_argument("--narrow-outputs", action="store_true",
+                    help="conflux --narrow-outputs: f16 outputs as PyTorch's f16 model gives them")
     ap.add_argument("--resume", default="", help="JSON of an earlier call: its rows measured "
                                                   "with this binary are kept, not re-measured")
     ap.add_argument("--wait-for", metavar="FILE", default="",
@@ -483,7 +491,8 @@ def main():
     rows = []
     if args.resume and os.path.exists(args.resume):
         old = json.load(open(args.resume))
-        if old.get("commit") == commit and old.get("tune") == args.tune:
+        if (old.get("commit") == commit and old.get("tune") == args.tune and
+                old.get("narrow_outputs", False) == args.narrow_outputs):
             rows = [r for r in old["rows"] if "conflux" in r and r.get("check") == "pass"]
     done = {(r["model"], r["batch"]) for r in rows}
     todo = [m for m in models if any((m, b) not in done for b in batches)]
@@ -556,7 +565,8 @@ def main():
                        torch_compiled_rel_rms=info["torch_compiled_rel_rms"])
             try:
                 row.update(time_conflux(args.conflux, os.path.join(args.work, name), batch, info,
-                                        args.tune, caches, args.runs, args.timeout, args.top))
+                                        args.tune, caches, args.runs, args.timeout, args.top,
+                                        args.narrow_outputs))
             except subprocess.TimeoutExpired:
                 row["error"] = f"conflux: over {args.timeout} s"
             mine.append(row)

@@ -233,19 +233,22 @@ def _current_stream(like):
     return 0  # the program's own stream, waiting for the run
 
 
-def compile(model, *, target="auto", fp16=False, bf16=False, batch=None, input_dims=None,
-            tune="quick", problem_cache=None, arch=""):
+def compile(model, *, target="auto", fp16=False, bf16=False, narrow_outputs=False, batch=None,
+            input_dims=None, tune="quick", problem_cache=None, arch=""):
     """Compiles an ONNX model: a path, the model's bytes, or an onnx.ModelProto.
 
     target: 'cuda' (generated GPU kernels; compiling needs no GPU, running does), 'ref' (the
     reference interpreter), or 'auto' (cuda when a GPU is present, else ref, with a warning).
-    fp16/bf16: run an f32 model in f16 or bf16 (inputs and outputs stay f32).
+    fp16/bf16: run an f32 model in f16 or bf16 (inputs and outputs stay f32, unless
+    narrow_outputs: then the outputs come in f16/bf16, as a PyTorch model made .half() gives
+    them).
     batch: the value of every symbolic dim in axis 0; input_dims: {name: full shape} for inputs
     with other symbolic dims. tune: 'none', 'quick' or 'exhaustive'; problem_cache: the SQLite
     file tuned configs are kept in (default: the user's cache directory).
     """
     request = _conflux.CompileRequest()
     request.target, request.fp16, request.bf16, request.tune = target, fp16, bf16, tune
+    request.narrow_outputs = narrow_outputs
     request.batch = batch
     request.input_dims = {k: [int(d) for d in v] for k, v in (input_dims or {}).items()}
     request.problem_cache = None if problem_cache is None else os.fspath(problem_cache)

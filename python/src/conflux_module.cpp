@@ -252,6 +252,7 @@ public:
 struct compile_request {
     std::string target = "auto";
     bool fp16 = false, bf16 = false;
+    bool narrow_outputs = false;
     std::optional<std::size_t> batch;
     std::map<std::string, std::vector<std::size_t>> input_dims;
     std::string tune = "quick";
@@ -267,6 +268,9 @@ std::pair<std::string, py_program> compile_program(program p, const compile_requ
     std::optional<dtype> precision;
     if (r.fp16) precision = dtype::f16;
     if (r.bf16) precision = dtype::bf16;
+    CONFLUX_USER_CHECK(!r.narrow_outputs || precision,
+                       "narrow_outputs: the outputs are narrowed to the precision of fp16 or bf16, "
+                       "and neither is set");
     std::string note;
     std::string target = r.target;
     if (target == "auto") {
@@ -276,12 +280,16 @@ std::pair<std::string, py_program> compile_program(program p, const compile_requ
                    "): running on the reference target (an interpreter; slow)";
     }
     if (target == "ref") {
-        if (precision) run_passes(p.main(), target_independent_passes(precision, fuse_attention{}));
+        if (precision)
+            run_passes(p.main(),
+                       target_independent_passes(reduced_precision{*precision, r.narrow_outputs},
+                                                 fuse_attention{}));
         return {note, py_program::of_ref(std::move(p))};
     }
     cuda::compile_options options;
     options.arch = r.arch;
     options.precision = precision;
+    options.narrow_outputs = r.narrow_outputs;
     if (r.tune == "none")
         options.tune = cuda::tune_mode::none;
     else if (r.tune == "quick")
@@ -382,6 +390,7 @@ PYBIND11_MODULE(_conflux, m) {
         .def_readwrite("target", &compile_request::target)
         .def_readwrite("fp16", &compile_request::fp16)
         .def_readwrite("bf16", &compile_request::bf16)
+        .def_readwrite("narrow_outputs", &compile_request::narrow_outputs)
         .def_readwrite("batch", &compile_request::batch)
         .def_readwrite("input_dims", &compile_request::input_dims)
         .def_readwrite("tune", &compile_request::tune)

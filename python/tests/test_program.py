@@ -67,6 +67,20 @@ def test_tensor_info_describes_inputs_and_outputs(example):
     assert "conflux.Program target='ref'" in repr(p)
 
 
+def test_narrow_outputs_give_the_sixteen_bit_values(example):
+    x = np.random.default_rng(3).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    wide = conflux.compile(example, target="ref", fp16=True)
+    narrow = conflux.compile(example, target="ref", fp16=True, narrow_outputs=True)
+    assert wide.outputs[0].dtype == "f32" and narrow.outputs[0].dtype == "f16"
+    assert narrow.inputs[0].dtype == "f32"
+    got, want = narrow.run({"x": x})["y"], wide.run({"x": x})["y"]
+    assert got.dtype == np.float16
+    # The f32 outputs are those 16-bit values converted back: equal, element by element.
+    np.testing.assert_array_equal(got.astype(np.float32), want)
+    with pytest.raises(conflux.UserError, match="narrow_outputs: the outputs are narrowed"):
+        conflux.compile(example, target="ref", narrow_outputs=True)
+
+
 @pytest.mark.skipif(has_gpu(), reason="checks the no-GPU fallback")
 def test_auto_without_a_gpu_runs_on_the_reference_target_with_a_warning(example):
     with pytest.warns(UserWarning, match="no CUDA device"):

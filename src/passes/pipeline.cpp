@@ -14,13 +14,13 @@
 
 namespace conflux {
 
-std::vector<pass> target_independent_passes(std::optional<dtype> precision,
+std::vector<pass> target_independent_passes(std::optional<reduced_precision> precision,
                                             std::optional<fuse_attention> attention) {
     std::vector<pass> passes{
         simplify{}, // fold constants and batch norms, cancel views
         dce{},      //
     };
-    if (precision) passes.push_back(reduced_precision{*precision}); // weights fold below
+    if (precision) passes.push_back(*precision); // weights fold below
     passes.insert(passes.end(),
                   {
                       layout_nhwc{},     // convolutions in NHWC with KRSC weights

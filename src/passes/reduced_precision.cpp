@@ -103,9 +103,10 @@ void reduced_precision::apply(module& m) const {
     const instruction_ref ret = m.get_return();
     if (ret == nullptr) return;
     std::vector<instruction_ref> values = use.mapped(ret->inputs());
-    for (instruction_ref& v : values)
-        if (!v->get_shape().is_tuple() && v->get_shape().type() == target)
-            v = m.insert_instruction(ret, convert_to(dtype::f32), {v});
+    if (!narrow_returns)
+        for (instruction_ref& v : values)
+            if (!v->get_shape().is_tuple() && v->get_shape().type() == target)
+                v = m.insert_instruction(ret, convert_to(dtype::f32), {v});
     m.replace_instruction(ret, ret->get_operator(), values, {}, true);
 }
 

@@ -61,7 +61,7 @@ class ReducedPrecision : public ::testing::TestWithParam<dtype> {};
 TEST_P(ReducedPrecision, StaysWithinTheToleranceOfTheF32Model) {
     const dtype t = GetParam();
     program reduced = model();
-    run_passes(reduced.main(), target_independent_passes(t));
+    run_passes(reduced.main(), target_independent_passes(reduced_precision{t}));
     std::mt19937_64 rng(5);
     const ref::parameter_map params{{"x", random_argument(shape{dtype::f32, {2, 8, 10, 10}}, rng)}};
     const auto want = ref::evaluate(model(), params);
@@ -111,7 +111,7 @@ TEST_P(ReducedPrecision, LayerNormReadsTheSixteenBitValueWithF32Parameters) {
                                    {sum, m.add_literal(scale), m.add_literal(bias)});
         m.add_return({m.add_instruction(ew(op::elementwise_kind::relu), {n})});
     }
-    run_passes(reduced.main(), target_independent_passes(t));
+    run_passes(reduced.main(), target_independent_passes(reduced_precision{t}));
     program by_hand;
     {
         module& m = by_hand.main();
@@ -160,7 +160,7 @@ TEST_P(ReducedPrecision, SoftmaxAndSumsReadTheSixteenBitValue) {
             m.add_return(
                 {m.add_instruction(ew(op::elementwise_kind::neg), {m.add_instruction(o, {sum})})});
         }
-        run_passes(reduced.main(), target_independent_passes(t));
+        run_passes(reduced.main(), target_independent_passes(reduced_precision{t}));
         program by_hand;
         {
             module& m = by_hand.main();
@@ -216,7 +216,7 @@ TEST_P(ReducedPrecision, RmsNormOfLargeActivationsDoesNotOverflow) {
     program f32_model, reduced;
     build(f32_model);
     build(reduced);
-    run_passes(reduced.main(), target_independent_passes(t));
+    run_passes(reduced.main(), target_independent_passes(reduced_precision{t}));
     // Rows of rms 300 to 3000.
     std::vector<float> values(4 * 64);
     std::mt19937_64 rng(11);
@@ -229,6 +229,28 @@ TEST_P(ReducedPrecision, RmsNormOfLargeActivationsDoesNotOverflow) {
     for (double v : to_vector<double>(got))
         ASSERT_TRUE(std::isfinite(v)) << reduced.to_string();
     EXPECT_LT(relative_rms(got, want), t == dtype::f16 ? 1e-2 : 2e-2) << reduced.to_string();
+}
+
+// --narrow-outputs: the returns stay in 16 bits, with the values the f32 returns would carry
+// (those are the same 16-bit values converted back, so every one is exact).
+TEST_P(ReducedPrecision, NarrowReturnsGiveTheSixteenBitValuesThemselves) {
+    const dtype t = GetParam();
+    program widened = model(), narrowed = model();
+    run_passes(widened.main(), target_independent_passes(reduced_precision{t}));
+    run_passes(narrowed.main(), target_independent_passes(reduced_precision{t, true}));
+    std::mt19937_64 rng(9);
+    const ref::parameter_map params{{"x", random_argument(shape{dtype::f32, {2, 8, 10, 10}}, rng)}};
+    const auto wide = ref::evaluate(widened, params);
+    const auto narrow = ref::evaluate(narrowed, params);
+    ASSERT_EQ(wide.size(), narrow.size());
+    for (std::size_t i = 0; i < wide.size(); ++i) {
+        EXPECT_EQ(wide[i].get_shape().type(), dtype::f32);
+        EXPECT_EQ(narrow[i].get_shape().type(), t) << narrowed.to_string();
+        EXPECT_EQ(to_vector<double>(narrow[i]), to_vector<double>(wide[i]));
+    }
+    // The model's inputs keep their type.
+    for (instruction_ref p : narrowed.main().parameters())
+        EXPECT_EQ(p->get_shape().type(), dtype::f32);
 }
 
 INSTANTIATE_TEST_SUITE_P(To, ReducedPrecision, ::testing::Values(dtype::f16, dtype::bf16));

@@ -283,7 +283,8 @@ TEST_F(saved_program_file, a_reference_program_and_a_stored_model_load_as_saved)
     const std::string model =
         std::string(CONFLUX_SOURCE_DIR) + "/tests/models/data/grouped_query_attention/model.onnx";
     program optimised = onnx::import_model(model);
-    run_passes(optimised.main(), target_independent_passes(dtype::f16, fuse_attention{}));
+    run_passes(optimised.main(),
+               target_independent_passes(reduced_precision{dtype::f16}, fuse_attention{}));
     const fs::path ref_file = dir_ / "ref.cfx";
     save_program(ref_file, optimised, "gqa.onnx");
     saved_program ref = load_program(ref_file);

@@ -367,6 +367,27 @@ TEST_F(tool, skip_pass_leaves_the_named_pass_out_and_an_unknown_name_is_a_user_e
         << bad.err;
 }
 
+TEST_F(tool, narrow_outputs_give_sixteen_bit_outputs_and_need_a_reduced_precision) {
+    auto wide = run("run --target ref --fp16 " + example());
+    ASSERT_EQ(wide.exit_code, 0) << wide.err;
+    EXPECT_NE(wide.out.find("y: f32[1,256,8]"), std::string::npos) << wide.out;
+    auto narrow = run("run --target ref --fp16 --narrow-outputs " + example());
+    ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
+    EXPECT_NE(narrow.out.find("y: f16[1,256,8]"), std::string::npos) << narrow.out;
+    auto bad = run("run --target ref --narrow-outputs " + example());
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("--narrow-outputs: the outputs are narrowed to the precision of "
+                           "--fp16 or --bf16, and neither is given"),
+              std::string::npos)
+        << bad.err;
+    // The cuda target's program (compiled without a GPU) gives f16 outputs too.
+    auto listing = run("compile --target cuda --arch sm_90 --tune none --no-kernel-cache --bf16 "
+                       "--narrow-outputs " +
+                       example());
+    ASSERT_EQ(listing.exit_code, 0) << listing.err;
+    EXPECT_NE(listing.out.find("out output y bf16[1,256,8]"), std::string::npos) << listing.out;
+}
+
 TEST_F(tool, compile_saves_a_program_that_run_and_perf_load) {
     const std::string cfx = (dir_ / "conv.cfx").string();
     auto r = run("compile --target cuda --arch sm_90 --no-kernel-cache " + example() + " -o '" +

@@ -84,8 +84,8 @@ saved_program load_saved_program(const model_options& options, const target_opti
                                  bool with_reference) {
     for (const char* name :
          {"--input-dim", "--batch", "--arch", "--perf-config", "--attention-config", "--exact-fp32",
-          "--tune", "--fp16", "--bf16", "--skip-pass", "--optimize", "--kernel-cache",
-          "--no-kernel-cache", "--problem-cache", "--trace-compile"}) {
+          "--tune", "--fp16", "--bf16", "--narrow-outputs", "--skip-pass", "--optimize",
+          "--kernel-cache", "--no-kernel-cache", "--problem-cache", "--trace-compile"}) {
         const CLI::Option* o = command.get_option_no_throw(name);
         CONFLUX_USER_CHECK(o == nullptr || o->count() == 0, name, ": '", options.model,
                            "' is a compiled program (.cfx), compiled already; options that shape "
@@ -170,6 +170,10 @@ void add_target_options(CLI::App& command, target_options& options) {
                                   "reductions and softmax in f32; inputs and outputs stay f32)");
     command.add_flag("--bf16", options.bf16, "Run an f32 model in bf16, as --fp16 does in f16")
         ->excludes(fp16);
+    command.add_flag("--narrow-outputs", options.narrow_outputs,
+                     "With --fp16 or --bf16: give the f32 outputs in f16/bf16 as computed instead "
+                     "of converting them back (half the bytes written, as a PyTorch model made "
+                     ".half() returns them)");
     add_problem_cache_option(command, options.problem_cache);
     command.add_flag("--quiet", options.quiet, "No tuning progress or summary");
     command
@@ -193,6 +197,15 @@ std::optional<dtype> precision_of(const target_options& options) {
     return std::nullopt;
 }
 
+std::optional<reduced_precision> reduced_precision_of(const target_options& options) {
+    const std::optional<dtype> precision = precision_of(options);
+    CONFLUX_USER_CHECK(!options.narrow_outputs || precision,
+                       "--narrow-outputs: the outputs are narrowed to the precision of --fp16 or "
+                       "--bf16, and neither is given");
+    if (!precision) return std::nullopt;
+    return reduced_precision{*precision, options.narrow_outputs};
+}
+
 cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes) {
     cuda::compile_options c;
     c.arch = options.arch;
@@ -208,6 +221,7 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
                                             : cuda::tune_mode::quick;
     if (!options.problem_cache.empty()) c.problem_cache_path = options.problem_cache;
     c.precision = precision_of(options);
+    c.narrow_outputs = reduced_precision_of(options).has_value() && options.narrow_outputs;
     if (!options.quiet) {
         c.note = [&notes](const std::string& message) { notes << "note: " << message << "\n"; };
         // A live status line on a terminal; elsewhere only the summary after the compile.

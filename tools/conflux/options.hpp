@@ -1,6 +1,8 @@
 // Options that several commands share, and their translation into the library's option structs.
 #pragma once
 
+#include "conflux/passes/reduced_precision.hpp"
+
 #include "conflux/cuda/saved_program.hpp"
 #include "conflux/cuda/target.hpp"
 #include "conflux/onnx/import.hpp"
@@ -48,6 +50,7 @@ struct target_options {
     bool trace_compile = false;
     bool exact_fp32 = false;
     bool fp16 = false, bf16 = false;
+    bool narrow_outputs = false; // --narrow-outputs: outputs in f16/bf16, not f32
     std::string tune = "quick";
     std::string problem_cache;
     bool quiet = false;
@@ -76,6 +79,10 @@ std::string resolve_target(const target_options& options, std::ostream& notes);
 
 // f16 or bf16 for --fp16 / --bf16, else none.
 std::optional<dtype> precision_of(const target_options& options);
+
+// The reduced_precision pass --fp16 / --bf16 (and --narrow-outputs) ask for, else none;
+// --narrow-outputs without either is a user error.
+std::optional<reduced_precision> reduced_precision_of(const target_options& options);
 
 // The CUDA compile options the flags ask for; warnings go to `notes`.
 cuda::compile_options to_cuda_options(const target_options& options, std::ostream& notes);

@@ -126,7 +126,7 @@ int run(const run_options& options, const CLI::App& command) {
         // The reference target normally interprets the graph as imported; --optimize
         // interprets it after the target-independent passes, which checks the passes on this
         // model. --fp16/--bf16 convert the model first, so the reference shows their effect.
-        const std::optional<dtype> precision = precision_of(options.target);
+        const std::optional<reduced_precision> precision = reduced_precision_of(options.target);
         if (options.optimize || precision)
             run_passes(p.main(),
                        without_passes(target_independent_passes(precision, fuse_attention{}),

@@ -40,8 +40,10 @@ struct compile_options {
     std::string attention_config;
     // f32 convolutions and matrix products in exact fp32 (FMA) instead of TF32 tensor cores.
     bool exact_fp32 = false;
-    // Run an f32 model in f16 or bf16 (reduced_precision pass); inputs and outputs stay f32.
+    // Run an f32 model in f16 or bf16 (reduced_precision pass); inputs and outputs stay f32,
+    // unless narrow_outputs: then the outputs are given in `precision` (--narrow-outputs).
     std::optional<dtype> precision;
+    bool narrow_outputs = false;
     // Attention the attention kernel takes runs as that one kernel; false keeps every attention
     // as dot, softmax, dot (what the fused kernel is measured against).
     bool fuse_attention = true;

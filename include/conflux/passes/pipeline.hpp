@@ -5,6 +5,7 @@
 #include "conflux/ir/dtype.hpp"
 #include "conflux/passes/fuse_attention.hpp"
 #include "conflux/passes/pass.hpp"
+#include "conflux/passes/reduced_precision.hpp"
 
 #include <optional>
 #include <vector>
@@ -19,8 +20,9 @@ namespace conflux {
 // `attention`: when given, scaled-dot-product attention becomes one op where the pass's
 // `obstacle` allows (the reference target: everywhere, its op evaluates it exactly; the CUDA
 // target: the shapes its attention kernel takes).
-std::vector<pass> target_independent_passes(std::optional<dtype> precision = std::nullopt,
-                                            std::optional<fuse_attention> attention = std::nullopt);
+std::vector<pass>
+target_independent_passes(std::optional<reduced_precision> precision = std::nullopt,
+                          std::optional<fuse_attention> attention = std::nullopt);
 
 // `passes` without every pass named in `names` (`--skip-pass`: bisecting a wrong answer or a
 // slow kernel to one pass). A name that is not in the list is a user error naming the passes.

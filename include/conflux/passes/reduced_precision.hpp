@@ -7,7 +7,9 @@
 // (op trait reads_16bit_input: layer norm with its f32 scale and bias, softmax, the summing
 // reductions) get the 16-bit value and give a 16-bit result; the others read f32 copies and
 // give f32 results, converted to `target` for their users. Casts to f32 in the model become
-// casts to `target`.
+// casts to `target`. With narrow_returns (--narrow-outputs) the returns stay in `target`: the
+// program gives 16-bit outputs, half the bytes to write (an LM's logits), as a PyTorch model
+// made .half() does.
 #pragma once
 
 #include "conflux/ir/module.hpp"
@@ -16,6 +18,7 @@ namespace conflux {
 
 struct reduced_precision {
     dtype target = dtype::f16;
+    bool narrow_returns = false;
     std::string name() const { return "reduced_precision"; }
     void apply(module& m) const;
 };

@@ -67,11 +67,16 @@ std::string choose_arch(const compile_options& options) {
 
 std::vector<pass> target_passes(const compile_options& options,
                                 std::function<void(const std::string&)> note) {
+    CONFLUX_USER_CHECK(!options.narrow_outputs || options.precision,
+                       "narrow outputs need a reduced precision (--fp16 or --bf16) to narrow to");
+    std::optional<reduced_precision> precision;
+    if (options.precision)
+        precision = reduced_precision{*options.precision, options.narrow_outputs};
     if (!options.fuse_attention)
-        return without_passes(target_independent_passes(options.precision), options.skip_passes);
+        return without_passes(target_independent_passes(precision), options.skip_passes);
     return without_passes(
         target_independent_passes(
-            options.precision, fuse_attention{.obstacle = attention_kernel_obstacle, .note = note}),
+            precision, fuse_attention{.obstacle = attention_kernel_obstacle, .note = note}),
         options.skip_passes);
 }
 
