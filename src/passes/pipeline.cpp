@@ -1,6 +1,7 @@
 #include "conflux/passes/pipeline.hpp"
 
 #include "conflux/passes/dce.hpp"
+#include "conflux/passes/eliminate_common_subexpressions.hpp"
 #include "conflux/passes/fuse_gemm.hpp"
 #include "conflux/passes/fuse_pointwise.hpp"
 #include "conflux/passes/layout.hpp"
@@ -23,9 +24,10 @@ std::vector<pass> target_independent_passes(std::optional<reduced_precision> pre
     if (precision) passes.push_back(*precision); // weights fold below
     passes.insert(passes.end(),
                   {
-                      layout_nhwc{},     // convolutions in NHWC with KRSC weights
-                      simplify{},        // cancel the transposes between consecutive convolutions
-                      dce{},             //
+                      layout_nhwc{}, // convolutions in NHWC with KRSC weights
+                      simplify{},    // cancel the transposes between consecutive convolutions
+                      eliminate_common_subexpressions{}, // per-layer copies of one value: once
+                      dce{},                             //
                       split_reduction{}, // few long rows of channels-last data: two steps
                   });
     if (attention) // softmax(q.kt * scale + bias).v -> attention
