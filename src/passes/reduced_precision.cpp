@@ -13,6 +13,14 @@ void reduced_precision::apply(module& m) const {
     CONFLUX_ASSERT(target == dtype::f16 || target == dtype::bf16, "reduced_precision to ",
                    to_string(target));
     const auto convert_to = [](dtype t) { return op::make_convert(t); };
+    // What the model returns in f32, before the rewrites below change types in place: only
+    // those go back to f32 (an output the model itself gives in f16, a Cast at its end, keeps
+    // its type).
+    std::vector<bool> returned_f32;
+    if (const instruction_ref ret = m.get_return())
+        for (instruction_ref v : ret->inputs())
+            returned_f32.push_back(!v->get_shape().is_tuple() &&
+                                   v->get_shape().type() == dtype::f32);
     // What each value's users read instead: its 16-bit version.
     value_substitution use;
     // Values kept in f32 for the f32 work after them: a power (x^2 of activations in the
@@ -104,9 +112,11 @@ void reduced_precision::apply(module& m) const {
     if (ret == nullptr) return;
     std::vector<instruction_ref> values = use.mapped(ret->inputs());
     if (!narrow_returns)
-        for (instruction_ref& v : values)
-            if (!v->get_shape().is_tuple() && v->get_shape().type() == target)
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            instruction_ref& v = values[i];
+            if (!v->get_shape().is_tuple() && v->get_shape().type() == target && returned_f32[i])
                 v = m.insert_instruction(ret, convert_to(dtype::f32), {v});
+        }
     m.replace_instruction(ret, ret->get_operator(), values, {}, true);
 }
 

@@ -253,6 +253,21 @@ TEST_P(ReducedPrecision, NarrowReturnsGiveTheSixteenBitValuesThemselves) {
         EXPECT_EQ(p->get_shape().type(), dtype::f32);
 }
 
+// The model's own 16-bit output (a Cast at its end) keeps its type; only f32 outputs are
+// converted back.
+TEST_P(ReducedPrecision, AnOutputTheModelGivesInF16KeepsItsType) {
+    program p;
+    module& m = p.main();
+    auto x = m.add_parameter("x", shape{dtype::f32, {2, 3}});
+    auto r = m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {x});
+    m.add_return({m.add_instruction(op::make_convert(dtype::f16), {r}), r});
+    run_passes(m, target_independent_passes(reduced_precision{GetParam()}));
+    const auto returned = m.get_return()->inputs();
+    ASSERT_EQ(returned.size(), 2u);
+    EXPECT_EQ(returned[0]->get_shape().type(), dtype::f16) << p.to_string();
+    EXPECT_EQ(returned[1]->get_shape().type(), dtype::f32) << p.to_string();
+}
+
 INSTANTIATE_TEST_SUITE_P(To, ReducedPrecision, ::testing::Values(dtype::f16, dtype::bf16));
 
 } // namespace
