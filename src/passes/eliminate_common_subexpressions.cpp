@@ -20,7 +20,6 @@ std::size_t candidate_key(instruction_ref ins) {
         mix(std::hash<std::string_view>{}(
             std::string_view(reinterpret_cast<const char*>(value->data()),
                              value->data() ? value->get_shape().bytes() : 0)));
-        mix(value->get_shape().elements());
         return h;
     }
     for (instruction_ref in : ins->inputs())

@@ -220,8 +220,10 @@ cuda::compile_options to_cuda_options(const target_options& options, std::ostrea
              : options.tune == "exhaustive" ? cuda::tune_mode::exhaustive
                                             : cuda::tune_mode::quick;
     if (!options.problem_cache.empty()) c.problem_cache_path = options.problem_cache;
-    c.precision = precision_of(options);
-    c.narrow_outputs = reduced_precision_of(options).has_value() && options.narrow_outputs;
+    if (const auto reduced = reduced_precision_of(options)) {
+        c.precision = reduced->target;
+        c.narrow_outputs = reduced->narrow_returns;
+    }
     if (!options.quiet) {
         c.note = [&notes](const std::string& message) { notes << "note: " << message << "\n"; };
         // A live status line on a terminal; elsewhere only the summary after the compile.

@@ -35,13 +35,6 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi, const cx_bf16*) {
     return static_cast<unsigned>(cx_float_to_bf16(lo)) |
            (static_cast<unsigned>(cx_float_to_bf16(hi)) << 16);
 }
-// 2^x in one MUFU.EX2 (exp2f adds a denormal range fix around it): the probabilities are in
-// [0, 1] and rounded to 16 bits for the next product, where flushing below 2^-126 loses nothing.
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                                     const cx_f16*) {
@@ -145,7 +138,7 @@ __device__ __forceinline__ void online_softmax(float* s, float* o, const TB* bia
         const float m_new = fmaxf(m_old, tile_max[r]);
         // A row that has seen only -inf so far keeps offset 0: exp2(-inf) = 0, no NaN.
         const float use_new = m_new == ninf ? 0.0f : m_new;
-        const float alpha = m_old == ninf ? 0.0f : fast_exp2((m_old - use_new) * exp_factor);
+        const float alpha = m_old == ninf ? 0.0f : cx_ex2_approx((m_old - use_new) * exp_factor);
         m_run[r] = m_new;
         const float offset = use_new * exp_factor;
         float sum = 0.0f;
@@ -153,7 +146,7 @@ __device__ __forceinline__ void online_softmax(float* s, float* o, const TB* bia
         for (int n = 0; n < NS; ++n)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                const float p = fast_exp2(fmaf(s[4 * n + r * 2 + e], exp_factor, -offset));
+                const float p = cx_ex2_approx(fmaf(s[4 * n + r * 2 + e], exp_factor, -offset));
                 s[4 * n + r * 2 + e] = p;
                 sum += p;
             }

@@ -238,11 +238,6 @@ __device__ __forceinline__ float cx_gelu(float x, bool tanh_approx) {
 //   reweighted toward minimax) to ln(erfc(z) / (2t)) + z^2 for z in [0, 10]; past 10 the
 //   exponential is below f32's range, as the result is below f16's. P is scaled by log2(e)
 //   here, so one ex2 gives the exponential.
-__device__ __forceinline__ float cx_ex2_approx(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 __device__ __forceinline__ float cx_rcp_approx(float x) {
     float y;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));

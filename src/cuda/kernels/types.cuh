@@ -38,6 +38,15 @@ __device__ __forceinline__ unsigned short cx_float_to_bf16(float f) {
     return b;
 }
 
+// 2^x in one MUFU.EX2 (exp2f adds a denormal range fix around it), for results rounded to 16
+// bits next (attention's probabilities, GELU in f16/bf16), where flushing below 2^-126 loses
+// nothing.
+__device__ __forceinline__ float cx_ex2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Conversions between compute types (float, double, long long) and bool.
 template <class To, class From> __device__ __forceinline__ To cx_cast(From v) {
     return static_cast<To>(v);
