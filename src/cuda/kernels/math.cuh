@@ -235,19 +235,30 @@ __device__ __forceinline__ float cx_gelu(float x, bool tanh_approx) {
 //   tanh form: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3);
 //   erf form: x Phi(x) with Phi(-|x|) = erfc(z) / 2, z = |x| / sqrt(2), and
 //   erfc(z) / 2 = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), P a quintic fitted (Chebyshev, then
-//   reweighted toward minimax) to ln(erfc(z) / (2t)) + z^2 for z in [0, 10]; past 10 the
-//   exponential is below f32's range, as the result is below f16's. P is scaled by log2(e)
-//   here, so one ex2 gives the exponential.
+//   reweighted toward minimax) to ln(erfc(z) / (2t)) + z^2 for z in [0, 10]; past x = -13 the
+//   result is a bf16 subnormal (kept: the ex2 does not flush) and past -14 below bf16's range.
+//   P is scaled by log2(e) here, so one ex2 gives the exponential.
 __device__ __forceinline__ float cx_rcp_approx(float x) {
     float y;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
+// ex2.approx without .ftz: a result below f32's normal range stays a subnormal, which bf16
+// (f32's exponent range) can hold; GELU's negative tail reaches it.
+__device__ __forceinline__ float cx_ex2_approx_keep_subnormals(float x) {
+    float y;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 __device__ __forceinline__ float cx_gelu_rounded_to_16(float x, bool tanh_approx) {
     if (tanh_approx) {
-        // -2 sqrt(2/pi) log2(e), and that times 0.044715
+        // e = -2u log2(e) (the constants: -2 sqrt(2/pi) log2(e), and that times 0.044715), so
+        // the result is x / (1 + 2^e). For x < 0, 2^e overflows past x = -9.5 while the result
+        // is still a normal bf16, so that side computes x 2^-e / (1 + 2^-e) instead.
         const float e = x * fmaf(-0.10294324f, x * x, -2.3022082f);
-        return x * cx_rcp_approx(1.0f + cx_ex2_approx(e));
+        const float q = cx_ex2_approx_keep_subnormals(-fabsf(e));
+        const float r = x * cx_rcp_approx(1.0f + q);
+        return x >= 0.0f ? r : r * q;
     }
     const float t = cx_rcp_approx(fmaf(0.35355339f, fabsf(x), 1.0f)); // 1 + |x| / (2 sqrt 2)
     float p = 0.33007824f;
@@ -256,7 +267,8 @@ __device__ __forceinline__ float cx_gelu_rounded_to_16(float x, bool tanh_approx
     p = fmaf(p, t, 0.36707684f);
     p = fmaf(p, t, 1.4686849f);
     p = fmaf(p, t, -2.8272336f);
-    const float half_erfc = t * cx_ex2_approx(fmaf(-0.72134752f * x, x, p)); // -x^2/2 log2(e)
+    const float half_erfc =
+        t * cx_ex2_approx_keep_subnormals(fmaf(-0.72134752f * x, x, p)); // -x^2/2 log2(e)
     return x * (x >= 0.0f ? 1.0f - half_erfc : half_erfc);
 }
 __device__ __forceinline__ double cx_gelu(double x, bool tanh_approx) {
