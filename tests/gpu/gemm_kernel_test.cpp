@@ -344,6 +344,14 @@ std::vector<test_case> cases() {
         c.offsets = {2, 0};
         r.push_back(c);
     }
+    // Several tiles of a tiled config across and down (odd extents), a last channel block
+    // only partly filled, strides and dilations inside the shared-memory window.
+    r.push_back(conv_case("depthwise f16 5x5 stride 2 pad 2 [1,37,41,40]", conv_op(2, 2, 2, 40),
+                          shape{d::f16, {1, 37, 41, 40}}, shape{d::f16, {40, 5, 5, 1}}));
+    r.push_back(conv_case("depthwise bf16 3x3 dilation 2 [2,23,29,24]", conv_op(2, 1, 2, 24, 2),
+                          shape{d::bf16, {2, 23, 29, 24}}, shape{d::bf16, {24, 3, 3, 1}}));
+    r.push_back(conv_case("depthwise f32 7x7 pad 3 [1,30,61,20]", conv_op(2, 1, 3, 20),
+                          shape{d::f32, {1, 30, 61, 20}}, shape{d::f32, {20, 7, 7, 1}}));
     {
         op::convolution asym = conv_op(2, 1, 0, 16);
         asym.padding = {0, 2, 1, 1}; // top 0, left 2, bottom 1, right 1

@@ -55,6 +55,12 @@ perf_config dw(unsigned v, unsigned o, unsigned t) {
     return c;
 }
 
+perf_config tiled(unsigned v, unsigned o, unsigned rows, unsigned t) {
+    perf_config c = dw(v, o, t);
+    c.tile_rows = rows;
+    return c;
+}
+
 std::string reason(const perf_config& c, const gemm_problem& p) {
     std::string why;
     EXPECT_FALSE(valid(c, p, &why)) << to_string(c);
@@ -62,7 +68,8 @@ std::string reason(const perf_config& c, const gemm_problem& p) {
 }
 
 TEST(CudaDepthwiseConfig, ParsesAndPrintsRoundTrip) {
-    for (const char* text : {"dw_c8_o4_t128", "dw_c1_o1_t32", "dw_c4_o8_t256"}) {
+    for (const char* text : {"dw_c8_o4_t128", "dw_c1_o1_t32", "dw_c4_o8_t256", "dw_c4_o4_r4_t256",
+                             "dw_c1_o2_r16_t32"}) {
         const auto c = parse_perf_config(text);
         ASSERT_TRUE(c.has_value()) << text;
         EXPECT_TRUE(c->is_depthwise());
@@ -74,11 +81,15 @@ TEST(CudaDepthwiseConfig, ParsesAndPrintsRoundTrip) {
     EXPECT_EQ(c->outputs, 4u);
     EXPECT_EQ(c->threads(), 128u);
     EXPECT_TRUE(parse_perf_config("128x128x32_w2x2_s3_k1")->rounds_f32_to_tf32());
+    EXPECT_EQ(c->tile_rows, 0u);
+    EXPECT_EQ(parse_perf_config("dw_c4_o4_r4_t256")->tile_rows, 4u);
 }
 
 TEST(CudaDepthwiseConfig, RejectsGarbage) {
-    for (const char* text : {"dw_c8_o4", "dw_c08_o4_t128", "dw_c8_o4_t128_simt", "dw_",
-                             "dw_c_o4_t128", "dw_c8_t128_o4", "dw_c8_o4_t128x", "DW_c8_o4_t128"})
+    for (const char* text :
+         {"dw_c8_o4", "dw_c08_o4_t128", "dw_c8_o4_t128_simt", "dw_", "dw_c_o4_t128",
+          "dw_c8_t128_o4", "dw_c8_o4_t128x", "DW_c8_o4_t128", "dw_c8_o4_r0_t128", "dw_c8_o4_r_t128",
+          "dw_c8_o4_t128_r4", "dw_c8_r4_o4_t128"})
         EXPECT_FALSE(parse_perf_config(text).has_value()) << text;
 }
 
@@ -139,6 +150,58 @@ TEST(CudaDepthwiseConfig, ValidRejectsWithReasons) {
     EXPECT_NE(reason(dw(1, 1, 128), huge.problem).find("shared memory"), std::string::npos);
 }
 
+// A tiled block: its threads, window and shared memory follow from the config and the layer.
+TEST(CudaDepthwiseConfig, TiledPlanCoversTheLayer) {
+    const auto d = convnext_7x7();
+    std::string why;
+    const auto k = make_depthwise_plan(tiled(4, 4, 4, 256), d.problem, {}, &why);
+    ASSERT_TRUE(k.has_value()) << why;
+    // 32 f16 channels (8 vectors of 4, 64 bytes) per block; 56 columns are 14 strips of 4, and
+    // 4 rows of 8 vectors leave room for 8 strips in 256 threads: 8 x 8 x 4 = 256 threads, two
+    // column tiles of 32 columns.
+    EXPECT_EQ(k->block_vectors, 8u);
+    EXPECT_EQ(k->tile_strips, 8u);
+    EXPECT_EQ(k->threads, 256u);
+    EXPECT_EQ(k->col_tiles, 2u);
+    EXPECT_EQ(k->row_tiles, 14u);
+    EXPECT_EQ(k->grid_x, 32u * 14u * 2u);
+    EXPECT_EQ(k->grid_y, 3u);
+    // The window: 4 + 6 rows, 32 + 6 columns; positions at least 32 elements apart, aligned;
+    // after the f32 weights.
+    EXPECT_EQ(k->window_rows, 10u);
+    EXPECT_EQ(k->window_cols, 38u);
+    EXPECT_GE(k->pitch, 32u);
+    EXPECT_EQ(k->pitch % 4, 0u);
+    EXPECT_EQ(k->window_offset, 49u * 32 * 4);
+    EXPECT_EQ(k->shared_bytes, 49 * 32 * 4 + 10 * 38 * k->pitch * 2);
+    EXPECT_GE(k->read_wavefronts, 1u);
+    // Stride 2: the window spans (rows - 1) * 2 + the kernel.
+    const auto s2 = problem_of(conv_op(2, 2, 1, 32), shape{dtype::f16, {2, 15, 15, 32}},
+                               shape{dtype::f16, {32, 3, 3, 1}});
+    const auto k2 = make_depthwise_plan(tiled(4, 2, 2, 128), s2.problem, {}, &why);
+    ASSERT_TRUE(k2.has_value()) << why;
+    EXPECT_EQ(k2->window_rows, 2u * 1 * 2 + 1);
+}
+
+TEST(CudaDepthwiseConfig, TiledRejectsWithReasons) {
+    const auto d = convnext_7x7();
+    EXPECT_NE(reason(tiled(4, 4, 17, 256), d.problem).find("16 output rows"), std::string::npos);
+    // 8 rows of 4 vectors are 32 threads at least.
+    EXPECT_NE(reason(tiled(2, 4, 16, 32), d.problem).find("threads"), std::string::npos);
+    const auto d1 = problem_of(conv_op(1, 1, 2, 24), shape{dtype::f16, {2, 40, 24}},
+                               shape{dtype::f16, {24, 5, 1}});
+    EXPECT_NE(reason(tiled(4, 4, 2, 128), d1.problem).find("2-D"), std::string::npos);
+    EXPECT_TRUE(valid(dw(4, 4, 128), d1.problem));
+    const auto mult = problem_of(conv_op(2, 1, 1, 8), shape{dtype::f16, {1, 6, 6, 8}},
+                                 shape{dtype::f16, {16, 3, 3, 1}});
+    EXPECT_NE(reason(tiled(1, 4, 2, 128), mult.problem).find("multiplier"), std::string::npos);
+    // A 61x61 kernel: its weights and window do not fit in shared memory.
+    const auto wide = problem_of(conv_op(2, 1, 30, 16), shape{dtype::f32, {1, 64, 64, 16}},
+                                 shape{dtype::f32, {16, 61, 61, 1}});
+    EXPECT_NE(reason(tiled(1, 1, 2, 128), wide.problem).find("weights and input window"),
+              std::string::npos);
+}
+
 TEST(CudaDepthwiseConfig, ComesFirstInTheTuningSpaceBesideTheGemmConfigs) {
     const auto d = convnext_7x7();
     const auto cs = candidate_configs(d.problem);
@@ -151,6 +214,10 @@ TEST(CudaDepthwiseConfig, ComesFirstInTheTuningSpaceBesideTheGemmConfigs) {
         any_gemm = any_gemm || !c.is_depthwise();
     }
     EXPECT_TRUE(any_gemm);
+    // Both depthwise forms among the first few, which quick tuning times.
+    ASSERT_GE(cs.size(), 2u);
+    EXPECT_NE(cs[0].tile_rows == 0, cs[1].tile_rows == 0)
+        << to_string(cs[0]) << " " << to_string(cs[1]);
     // A 31x31 kernel runs one channel per thread; no depthwise config fits a 61x61 one, whose
     // GEMM configs still run it.
     const auto large = problem_of(conv_op(2, 1, 15, 256), shape{dtype::f16, {1, 32, 32, 256}},

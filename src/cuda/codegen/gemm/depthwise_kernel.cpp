@@ -74,6 +74,79 @@ std::vector<unsigned> input_columns(const conv_geometry& g, unsigned outputs) {
     return {columns.begin(), columns.end()};
 }
 
+// Shared-memory wavefronts of a warp's first window read in a tiled kernel, when positions
+// are `pitch` elements of `bytes` apart: the most distinct 4-byte words any of the 32 banks
+// must serve.
+std::size_t window_wavefronts(const depthwise_plan& k, const conv_geometry& g, std::size_t pitch,
+                              std::size_t bytes) {
+    std::vector<std::set<std::size_t>> banks(32);
+    for (unsigned t = 0; t < std::min(32u, k.threads); ++t) {
+        const std::size_t vec = t % k.block_vectors, strip = t / k.block_vectors % k.tile_strips,
+                          row = t / (k.block_vectors * k.tile_strips);
+        const std::size_t position =
+            row * g.stride[0] * k.window_cols + strip * k.outputs * g.stride[1];
+        const std::size_t first = (position * pitch + vec * k.vector) * bytes;
+        for (std::size_t b = first; b < first + k.vector * bytes; b += 4)
+            banks[b / 4 % 32].insert(b / 4);
+    }
+    std::size_t most = 0;
+    for (const auto& b : banks)
+        most = std::max(most, b.size());
+    return most;
+}
+
+// Fills in the tile of a tiled config (c.tile_rows != 0); an empty string when it fits.
+std::string plan_tile(depthwise_plan& k, const perf_config& c, const gemm_problem& p) {
+    const conv_geometry& g = *p.conv;
+    if (g.nd() != 2) return "tiles through shared memory are for 2-D convolutions";
+    if (g.group_filters != 1)
+        return "a tile stages input channels, and a channel multiplier of " +
+               std::to_string(g.group_filters) + " maps output channels onto fewer of them";
+    if (c.tile_rows > 16) return "a tile of more than 16 output rows";
+    const std::size_t vectors = k.channels / k.vector;
+    // The window keeps the input's own element type (half the shared-memory traffic of f32
+    // for 16-bit inputs, which is what bounds these kernels); up to 64 bytes of channels per
+    // position.
+    const std::size_t bytes = size_of(p.type);
+    k.block_vectors =
+        unsigned(std::min<std::size_t>(vectors, std::max<std::size_t>(1, 64 / (k.vector * bytes))));
+    const std::size_t strips_per_row = k.strips;
+    const std::size_t per_strip = std::size_t(k.block_vectors) * c.tile_rows;
+    if (per_strip > c.block_threads)
+        return std::to_string(c.tile_rows) + " rows of " + std::to_string(k.block_vectors) +
+               " channel vectors need more than " + std::to_string(c.block_threads) + " threads";
+    k.tile_rows = c.tile_rows;
+    k.tile_strips = unsigned(std::min<std::size_t>(strips_per_row, c.block_threads / per_strip));
+    k.threads = unsigned(per_strip * k.tile_strips);
+    k.block_strips = k.tile_strips * k.tile_rows;
+    const std::size_t tile_cols = std::size_t(k.tile_strips) * k.outputs;
+    k.window_rows = (k.tile_rows - 1) * g.stride[0] + (g.kernel[0] - 1) * g.dilation[0] + 1;
+    k.window_cols = (tile_cols - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1;
+    // Positions padded apart by whole vectors (the reads stay aligned), the fewest wavefronts.
+    const std::size_t channels = std::size_t(k.block_vectors) * k.vector;
+    std::size_t best = 0;
+    for (std::size_t pad = 0; pad * bytes <= 64; pad += k.vector) {
+        const std::size_t waves = window_wavefronts(k, g, channels + pad, bytes);
+        if (best == 0 || waves < best) {
+            best = waves;
+            k.pitch = channels + pad;
+        }
+    }
+    k.read_wavefronts = best;
+    // The weights (f32), then the window from a 16-byte boundary.
+    k.window_offset = (std::max<std::size_t>(1, k.taps) * channels * 4 + 15) / 16 * 16;
+    k.shared_bytes = k.window_offset + k.window_rows * k.window_cols * k.pitch * bytes;
+    k.row_tiles = (g.output_spatial[0] + k.tile_rows - 1) / k.tile_rows;
+    k.col_tiles = (g.output_spatial[1] + tile_cols - 1) / tile_cols;
+    const std::size_t blocks_x = g.images * k.row_tiles * k.col_tiles;
+    const std::size_t blocks_y = (vectors + k.block_vectors - 1) / k.block_vectors;
+    if (blocks_x > 0x7fffffffu || blocks_y > 65535)
+        return "the grid would exceed the device's limits";
+    k.grid_x = unsigned(blocks_x);
+    k.grid_y = unsigned(blocks_y);
+    return "";
+}
+
 double estimated_time(const depthwise_plan& k, const gemm_problem& p,
                       const gemm_device_limits& limits) {
     const conv_geometry& g = *p.conv;
@@ -82,9 +155,16 @@ double estimated_time(const depthwise_plan& k, const gemm_problem& p,
     const double v = k.vector, o = k.outputs;
     // Instructions per thread: per kernel row a load (and V conversions) per input column,
     // the tap's weights from shared memory, O x V multiply-adds; then the stores.
+    const bool tiled = k.tile_rows != 0;
+    // A tiled kernel reads its columns from shared memory (and converts them), after copying
+    // its share of the window (a load and a store per position).
+    const double conversions = p.type == dtype::f32 ? 0 : v;
+    const double per_column = tiled ? 1 + conversions : 2 + v;
+    const double copy =
+        tiled ? double(k.window_rows * k.window_cols) * k.block_vectors / double(k.threads) * 6 : 0;
     const double per_thread =
-        rows * (double(k.columns.size()) * (2 + v) + s * std::ceil(v / 4) + s * o * v) + o * v * 2 +
-        40;
+        rows * (double(k.columns.size()) * per_column + s * std::ceil(v / 4) + s * o * v) +
+        o * v * 2 + 40 + copy;
     const double floats = double(k.columns.size()) * v + o * v + v;
     const double regs = std::min(255.0, floats + 40);
     const double by_regs = std::floor(65536.0 / (regs * k.threads)) * k.threads;
@@ -95,8 +175,16 @@ double estimated_time(const depthwise_plan& k, const gemm_problem& p,
     // Issue-bound, slowed down when an SM holds too few warps to hide the loads' latency
     // (about 16 warps hide it).
     const double resident = std::min(per_sm, std::ceil(threads / limits.sm_count));
-    const double hidden = std::min(1.0, resident / 32.0 / 16.0);
-    return threads * per_thread / (limits.sm_count * 128.0) / std::max(hidden, 1.0 / 64);
+    // A tiled kernel's loads are shared-memory loads, hidden by fewer warps.
+    const double hidden = std::min(1.0, resident / 32.0 / (tiled ? 8.0 : 16.0));
+    const double issue = threads * per_thread / (limits.sm_count * 128.0);
+    // A tiled kernel's shared-memory reads: a wavefront per bank conflict per column read, and
+    // one per tap's weights (the warp's threads share them); an SM serves one per cycle.
+    const double shared = tiled ? threads / 32 * rows *
+                                      (double(k.columns.size() * k.read_wavefronts) + s) /
+                                      limits.sm_count
+                                : 0;
+    return std::max(issue, shared) / std::max(hidden, 1.0 / 64);
 }
 
 } // namespace
@@ -153,6 +241,15 @@ std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const ge
                     " channels keep " + std::to_string(floats) +
                     " values in registers (inputs, sums, weights), more than " +
                     std::to_string(max_live_floats));
+    if (c.tile_rows != 0) {
+        if (std::string t = plan_tile(k, c, p); !t.empty()) return fail(t);
+        if (k.shared_bytes > limits.shared_per_block)
+            return fail("the block's weights and input window need " + gemm::kib(k.shared_bytes) +
+                        " of shared memory, the device allows " +
+                        gemm::kib(limits.shared_per_block));
+        if (why) why->clear();
+        return k;
+    }
     k.shared_bytes = std::max<std::size_t>(1, k.taps) * k.block_vectors * c.vector * 4;
     if (k.shared_bytes > limits.shared_per_block)
         return fail("the block's weights need " + gemm::kib(k.shared_bytes) +
@@ -176,7 +273,18 @@ std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
             widest = v;
             break;
         }
-    std::vector<std::pair<double, perf_config>> ranked;
+    std::vector<std::pair<double, perf_config>> ranked, tiled;
+    auto consider = [&](std::vector<std::pair<double, perf_config>>& into, unsigned v, unsigned o,
+                        unsigned rows, unsigned t) {
+        perf_config c;
+        c.family = kernel_family::depthwise;
+        c.vector = v;
+        c.outputs = o;
+        c.tile_rows = rows;
+        c.block_threads = t;
+        if (const auto plan = make_depthwise_plan(c, p, limits, nullptr))
+            into.emplace_back(estimated_time(*plan, p, limits), c);
+    };
     // The widest vector and half of it; one channel per thread too when neither fits (a large
     // kernel keeps too many columns in registers).
     std::vector<unsigned> vectors{widest};
@@ -188,21 +296,26 @@ std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
         }
         for (unsigned v : vectors)
             for (unsigned o : {1u, 2u, 4u, 8u})
-                for (unsigned t : {128u, 256u}) {
-                    perf_config c;
-                    c.family = kernel_family::depthwise;
-                    c.vector = v;
-                    c.outputs = o;
-                    c.block_threads = t;
-                    if (const auto plan = make_depthwise_plan(c, p, limits, nullptr))
-                        ranked.emplace_back(estimated_time(*plan, p, limits), c);
-                }
+                for (unsigned t : {128u, 256u})
+                    consider(ranked, v, o, 0, t);
     }
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    // Tiled configs of 2-D convolutions without a channel multiplier, ranked among themselves.
+    if (p.conv->nd() == 2 && p.conv->group_filters == 1)
+        for (unsigned v : vectors)
+            for (unsigned o : {2u, 4u, 8u})
+                for (unsigned rows : {2u, 4u, 8u})
+                    for (unsigned t : {128u, 256u})
+                        consider(tiled, v, o, rows, t);
+    auto by_time = [](const auto& x, const auto& y) { return x.first < y.first; };
+    std::stable_sort(ranked.begin(), ranked.end(), by_time);
+    std::stable_sort(tiled.begin(), tiled.end(), by_time);
+    // Alternately, tiled first: quick tuning times the best few of both forms.
     std::vector<perf_config> r;
-    for (const auto& [time, c] : ranked)
-        if (std::find(r.begin(), r.end(), c) == r.end()) r.push_back(c);
+    for (std::size_t i = 0; i < ranked.size() || i < tiled.size(); ++i) {
+        if (i < tiled.size()) r.push_back(tiled[i].second);
+        if (i < ranked.size() && std::find(r.begin(), r.end(), ranked[i].second) == r.end())
+            r.push_back(ranked[i].second);
+    }
     return r;
 }
 
@@ -215,6 +328,183 @@ gemm_problem depthwise_epilogue_problem(const gemm_problem& p) {
     q.conv->groups = 1;
     return q;
 }
+
+namespace {
+
+// Reads V elements of the input's storage type at `at` (one vector load when V > 1) into the
+// f32 array x.
+std::string storage_vector_load(const std::string& x, const std::string& at, unsigned V, dtype t,
+                                const std::string& indent) {
+    if (V == 1) return indent + x + "[0] = cx_load(" + at + ");\n";
+    const std::string S = storage_type(t), raw = raw_vector_type(V * size_of(t));
+    std::string s =
+        indent + "{ const " + raw + " raw = *reinterpret_cast<const " + raw + "*>(" + at + ");\n";
+    s += indent + "  const " + S + "* e = reinterpret_cast<const " + S + "*>(&raw);\n";
+    for (unsigned v = 0; v < V; ++v)
+        s += indent + "  " + x + "[" + std::to_string(v) + "] = cx_load(e + " + std::to_string(v) +
+             ");\n";
+    return s + indent + "}\n";
+}
+
+// Reads V floats of shared memory at `at` (16-byte or 8-byte loads) into the array x.
+std::string float_vector_read(const std::string& x, const std::string& at, unsigned V,
+                              const std::string& indent) {
+    std::string s;
+    if (V % 4 == 0) {
+        for (unsigned q = 0; q < V; q += 4) {
+            const std::string e = x + "[" + std::to_string(q);
+            s += indent + "{ const float4 f4 = *reinterpret_cast<const float4*>(" + at + " + " +
+                 std::to_string(q) + "); " + e + "] = f4.x; " + x + "[" + std::to_string(q + 1) +
+                 "] = f4.y; " + x + "[" + std::to_string(q + 2) + "] = f4.z; " + x + "[" +
+                 std::to_string(q + 3) + "] = f4.w; }\n";
+        }
+    } else if (V == 2) {
+        s += indent + "{ const float2 f2 = *reinterpret_cast<const float2*>(" + at + "); " + x +
+             "[0] = f2.x; " + x + "[1] = f2.y; }\n";
+    } else {
+        s += indent + x + "[0] = (" + at + ")[0];\n";
+    }
+    return s;
+}
+
+std::string accumulators(unsigned O, unsigned V) {
+    const std::string in = "    ";
+    return in + "float acc[" + lit(std::size_t(O)) + "][" + lit(std::size_t(V)) + "];\n" + in +
+           "#pragma unroll\n" + in + "for (int j = 0; j < " + lit(std::size_t(O)) + "; ++j)\n" +
+           in + "    #pragma unroll\n" + in + "    for (int v = 0; v < " + lit(std::size_t(V)) +
+           "; ++v) acc[j][v] = 0.0f;\n";
+}
+
+// One kernel row's taps: each tap's V weights (cx_wt, a row of block_channels per tap), times
+// the input column each output reads (the arrays x<column>), into acc.
+std::string tap_products(const depthwise_plan& k, const conv_geometry& g,
+                         std::size_t block_channels, const std::string& indent) {
+    const std::size_t last = g.nd() - 1;
+    const unsigned V = k.vector, O = k.outputs;
+    std::string s;
+    for (std::size_t t = 0; t < g.kernel[last]; ++t) {
+        s += indent + "{\n";
+        s += indent + "    float wv[" + lit(std::size_t(V)) + "];\n";
+        s += float_vector_read("wv", "cx_wt + " + lit(t * block_channels), V, indent + "    ");
+        for (unsigned j = 0; j < O; ++j) {
+            const std::string x = "x" + std::to_string(j * g.stride[last] + t * g.dilation[last]);
+            for (unsigned v = 0; v < V; ++v) {
+                const std::string a = "acc[" + std::to_string(j) + "][" + std::to_string(v) + "]";
+                s += indent + "    " + a + " = " + a + " + " + x + "[" + std::to_string(v) +
+                     "] * wv[" + std::to_string(v) + "];\n";
+            }
+        }
+        s += indent + "}\n";
+    }
+    return s;
+}
+
+// Every output of the thread (row, w0 + j for j < O, channels f0...) through the epilogue:
+// whole vectors of channels where it has cx_epilogue_vec.
+std::string epilogue_stores(const depthwise_plan& k, const conv_geometry& g,
+                            const gemm_epilogue& epilogue, const std::string& args) {
+    const std::string in = "    ";
+    const std::size_t last = g.nd() - 1;
+    const unsigned V = k.vector, O = k.outputs;
+    const unsigned lanes = epilogue.lanes > 1 && V % epilogue.lanes == 0 ? epilogue.lanes : 1;
+    std::string s;
+    for (unsigned j = 0; j < O; ++j) {
+        s += in + "if (w0 + " + std::to_string(j) + " < " + lit(g.output_spatial[last]) + ") {\n";
+        s += in + "    const long long m = row * " + ll(g.output_spatial[last]) + " + w0 + " +
+             std::to_string(j) + ";\n";
+        if (lanes > 1) {
+            for (unsigned q = 0; q < V; q += lanes)
+                s += in + "    cx_epilogue_vec(&acc[" + std::to_string(j) + "][" +
+                     std::to_string(q) + "], 0LL, m, f0 + " + std::to_string(q) + args + ");\n";
+        } else {
+            for (unsigned v = 0; v < V; ++v)
+                s += in + "    cx_epilogue(acc[" + std::to_string(j) + "][" + std::to_string(v) +
+                     "], 0LL, m, f0 + " + std::to_string(v) + args + ");\n";
+        }
+        s += in + "}\n";
+    }
+    return s;
+}
+
+// A tiled kernel after its weights' copy loop: the block's input window into shared memory
+// (f32, zeros outside the input), then each thread's outputs from it, then the epilogue.
+std::string tiled_body(const depthwise_plan& k, const gemm_problem& p,
+                       const gemm_epilogue& epilogue, const std::string& args) {
+    const conv_geometry& g = *p.conv;
+    const std::string in = "    ", S = storage_type(p.type);
+    const unsigned V = k.vector, O = k.outputs;
+    const std::size_t bv = k.block_vectors, block_channels = bv * V;
+    const std::size_t tile_cols = std::size_t(k.tile_strips) * O;
+    const std::size_t vectors = k.channels / V;
+    const std::string window = lit(k.window_cols), pitch = lit(k.pitch);
+    std::string s;
+    s += in + S + "* cx_dw_x = reinterpret_cast<" + S +
+         "*>(reinterpret_cast<unsigned char*>(cx_dw_w) + " + lit(k.window_offset) + ");\n";
+    s += in + "long long cx_t = blockIdx.x;\n";
+    s += in + "const int cx_tc = (int)(cx_t % " + ll(k.col_tiles) + ");\n";
+    s += in + "cx_t /= " + ll(k.col_tiles) + ";\n";
+    s += in + "const int cx_tr = (int)(cx_t % " + ll(k.row_tiles) + ");\n";
+    s += in + "const long long cx_img = cx_t / " + ll(k.row_tiles) + ";\n";
+    s += in + "const int cx_oh0 = cx_tr * " + lit(std::size_t(k.tile_rows)) +
+         ", cx_ow0 = cx_tc * " + lit(tile_cols) + ";\n";
+    s += in + "const int cx_ih0 = cx_oh0 * " + lit(g.stride[0]) + " - " + lit(g.pad_begin[0]) +
+         ", cx_iw0 = cx_ow0 * " + lit(g.stride[1]) + " - " + lit(g.pad_begin[1]) + ";\n";
+    s += in + "const " + S + "* cx_x = in0 + cx_img * " + ll(g.image_stride) + " + cx_c_block * " +
+         ll(g.channel_stride) + ";\n";
+    // Unrolled so that several of a thread's loads are in flight at once.
+    s += in + "#pragma unroll 4\n";
+    s += in + "for (int i = cx_tid; i < " + lit(k.window_rows * k.window_cols * bv) +
+         "; i += " + lit(std::size_t(k.threads)) + ") {\n";
+    s += in + "    const int v = i % " + lit(bv) + ", pos = i / " + lit(bv) + ";\n";
+    s += in + "    const int ih = cx_ih0 + pos / " + window + ", iw = cx_iw0 + pos % " + window +
+         ";\n";
+    // Copied as raw vectors of the input's type: zeros outside the input.
+    const std::string raw = raw_vector_type(V * size_of(p.type));
+    s += in + "    " + raw + " raw = {};\n";
+    s += in + "    if (ih >= 0 && ih < " + lit(g.input_spatial[0]) + " && iw >= 0 && iw < " +
+         lit(g.input_spatial[1]) + " && cx_c_block + v * " + lit(std::size_t(V)) + " < " +
+         ll(k.channels) + ")\n";
+    s += in + "        raw = *reinterpret_cast<const " + raw + "*>(cx_x + (long long)ih * " +
+         ll(g.input_spatial_strides[0]) + " + (long long)iw * " + ll(g.input_spatial_strides[1]) +
+         " + (long long)(v * " + lit(std::size_t(V)) + ") * " + ll(g.channel_stride) + ");\n";
+    s += in + "    *reinterpret_cast<" + raw + "*>(cx_dw_x + pos * " + pitch + " + v * " +
+         lit(std::size_t(V)) + ") = raw;\n";
+    s += in + "}\n";
+    s += in + "__syncthreads();\n";
+
+    s += in + "const int cx_vec = cx_tid % " + lit(bv) + ";\n";
+    s += in + "const int cx_strip = cx_tid / " + lit(bv) + " % " + lit(std::size_t(k.tile_strips)) +
+         ", cx_r = cx_tid / " + lit(bv * k.tile_strips) + ";\n";
+    s += in + "const long long cv = (long long)blockIdx.y * " + ll(bv) + " + cx_vec;\n";
+    s += in + "const int oh = cx_oh0 + cx_r, w0 = cx_ow0 + cx_strip * " + lit(std::size_t(O)) +
+         ";\n";
+    s += in + "if (cv >= " + ll(vectors) + " || oh >= " + lit(g.output_spatial[0]) +
+         " || w0 >= " + lit(g.output_spatial[1]) + ") return;\n";
+    s += in + "const long long f0 = cv * " + ll(std::size_t(V)) + ";\n";
+    s += in + "const long long row = cx_img * " + ll(g.output_spatial[0]) + " + oh;\n";
+    s += accumulators(O, V);
+    s += in + "#pragma unroll\n";
+    s += in + "for (int t0 = 0; t0 < " + lit(g.kernel[0]) + "; ++t0) {\n";
+    const std::string indent = in + "    ";
+    s += indent + "const " + S + "* cx_row = cx_dw_x + ((cx_r * " + lit(g.stride[0]) + " + t0 * " +
+         lit(g.dilation[0]) + ") * " + window + " + cx_strip * " +
+         lit(std::size_t(O) * g.stride[1]) + ") * " + pitch + " + cx_vec * " + lit(std::size_t(V)) +
+         ";\n";
+    for (unsigned col : k.columns) {
+        const std::string x = "x" + std::to_string(col);
+        s += indent + "float " + x + "[" + lit(std::size_t(V)) + "];\n";
+        s += storage_vector_load(x, "cx_row + " + lit(std::size_t(col) * k.pitch), V, p.type,
+                                 indent);
+    }
+    s += indent + "const float* cx_wt = cx_dw_w + t0 * " + lit(g.kernel[1] * block_channels) +
+         " + cx_vec * " + lit(std::size_t(V)) + ";\n";
+    s += tap_products(k, g, block_channels, indent);
+    s += in + "}\n";
+    s += epilogue_stores(k, g, epilogue, args);
+    return s;
+}
+
+} // namespace
 
 kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config& c,
                                         const gemm_epilogue& epilogue, const std::string& entry,
@@ -278,6 +568,17 @@ kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config
     s += in + "    }\n";
     s += in + "    cx_dw_w[tap * " + lit(block_channels) + " + cl] = w;\n";
     s += in + "}\n";
+    auto finished = [&] {
+        s += "}\n";
+        out.launch.grid = {k.grid_x, k.grid_y, 1};
+        out.launch.block = {k.threads, 1, 1};
+        out.launch.shared_bytes = unsigned(k.shared_bytes);
+        return out;
+    };
+    if (k.tile_rows != 0) {
+        s += tiled_body(k, p, epilogue, args);
+        return finished();
+    }
     s += in + "__syncthreads();\n";
 
     // This thread's channels and outputs.
@@ -297,10 +598,7 @@ kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config
     s += in + "const long long f0 = cv * " + ll(std::size_t(V)) + ";\n";
     s += in + "const " + S + "* cx_x = in0 + rest * " + ll(g.image_stride) + " + (f0 / " +
          ll(g.group_filters) + ") * " + ll(g.channel_stride) + ";\n";
-    s += in + "float acc[" + lit(std::size_t(O)) + "][" + lit(std::size_t(V)) + "];\n";
-    s += in + "#pragma unroll\n" + in + "for (int j = 0; j < " + lit(std::size_t(O)) + "; ++j)\n" +
-         in + "    #pragma unroll\n" + in + "    for (int v = 0; v < " + lit(std::size_t(V)) +
-         "; ++v) acc[j][v] = 0.0f;\n";
+    s += accumulators(O, V);
 
     // Kernel rows: every tap of the leading spatial axes, in the reference's order.
     std::string indent = in;
@@ -321,26 +619,15 @@ kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config
     s += indent + "const " + S + "* cx_row = cx_x" + row_offset + ";\n";
     s += indent + "const int cx_col0 = w0 * " + lit(g.stride[last]) + " - " +
          lit(g.pad_begin[last]) + ";\n";
-    const std::size_t vector_bytes = V * size_of(p.type);
     for (unsigned col : k.columns) {
         const std::string x = "x" + std::to_string(col);
         s += indent + "float " + x + "[" + lit(std::size_t(V)) + "];\n";
         s += indent + "{\n";
         s += indent + "    const int col = cx_col0 + " + lit(std::size_t(col)) + ";\n";
         s += indent + "    if (col >= 0 && col < " + lit(g.input_spatial[last]) + ") {\n";
-        const std::string at = "cx_row + (long long)col * " + ll(g.input_spatial_strides[last]);
-        if (V == 1) {
-            s += indent + "        " + x + "[0] = cx_load(" + at + ");\n";
-        } else {
-            const std::string raw = raw_vector_type(vector_bytes);
-            s += indent + "        const " + raw + " raw = *reinterpret_cast<const " + raw + "*>(" +
-                 at + ");\n";
-            s +=
-                indent + "        const " + S + "* e = reinterpret_cast<const " + S + "*>(&raw);\n";
-            for (unsigned v = 0; v < V; ++v)
-                s += indent + "        " + x + "[" + std::to_string(v) + "] = cx_load(e + " +
-                     std::to_string(v) + ");\n";
-        }
+        s +=
+            storage_vector_load(x, "cx_row + (long long)col * " + ll(g.input_spatial_strides[last]),
+                                V, p.type, indent + "        ");
         s += indent + "    } else {\n";
         for (unsigned v = 0; v < V; ++v)
             s += indent + "        " + x + "[" + std::to_string(v) + "] = 0.0f;\n";
@@ -349,61 +636,14 @@ kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config
     }
     s += indent + "const float* cx_wt = cx_dw_w + (" + lead_tap + ") * " +
          lit(g.kernel[last] * block_channels) + " + cx_vec * " + lit(std::size_t(V)) + ";\n";
-    for (std::size_t t = 0; t < g.kernel[last]; ++t) {
-        s += indent + "{\n";
-        const std::string at = "cx_wt + " + lit(t * block_channels);
-        s += indent + "    float wv[" + lit(std::size_t(V)) + "];\n";
-        if (V % 4 == 0) {
-            for (unsigned q = 0; q < V; q += 4) {
-                s += indent + "    { const float4 w4 = *reinterpret_cast<const float4*>(" + at +
-                     " + " + std::to_string(q) + ");\n";
-                s += indent + "      wv[" + std::to_string(q) + "] = w4.x; wv[" +
-                     std::to_string(q + 1) + "] = w4.y; wv[" + std::to_string(q + 2) +
-                     "] = w4.z; wv[" + std::to_string(q + 3) + "] = w4.w; }\n";
-            }
-        } else if (V == 2) {
-            s += indent + "    { const float2 w2 = *reinterpret_cast<const float2*>(" + at +
-                 "); wv[0] = w2.x; wv[1] = w2.y; }\n";
-        } else {
-            s += indent + "    wv[0] = (" + at + ")[0];\n";
-        }
-        for (unsigned j = 0; j < O; ++j) {
-            const std::string x = "x" + std::to_string(j * g.stride[last] + t * g.dilation[last]);
-            for (unsigned v = 0; v < V; ++v) {
-                const std::string a = "acc[" + std::to_string(j) + "][" + std::to_string(v) + "]";
-                s += indent + "    " + a + " = " + a + " + " + x + "[" + std::to_string(v) +
-                     "] * wv[" + std::to_string(v) + "];\n";
-            }
-        }
-        s += indent + "}\n";
-    }
+    s += tap_products(k, g, block_channels, indent);
     for (std::size_t d = last; d-- > 0;) {
         indent.resize(indent.size() - 4);
         s += indent + "}\n";
     }
 
-    // Every output through the epilogue: whole vectors of channels where it has cx_epilogue_vec.
-    const unsigned lanes = epilogue.lanes > 1 && V % epilogue.lanes == 0 ? epilogue.lanes : 1;
-    for (unsigned j = 0; j < O; ++j) {
-        s += in + "if (w0 + " + std::to_string(j) + " < " + lit(g.output_spatial[last]) + ") {\n";
-        s += in + "    const long long m = row * " + ll(g.output_spatial[last]) + " + w0 + " +
-             std::to_string(j) + ";\n";
-        if (lanes > 1) {
-            for (unsigned q = 0; q < V; q += lanes)
-                s += in + "    cx_epilogue_vec(&acc[" + std::to_string(j) + "][" +
-                     std::to_string(q) + "], 0LL, m, f0 + " + std::to_string(q) + args + ");\n";
-        } else {
-            for (unsigned v = 0; v < V; ++v)
-                s += in + "    cx_epilogue(acc[" + std::to_string(j) + "][" + std::to_string(v) +
-                     "], 0LL, m, f0 + " + std::to_string(v) + args + ");\n";
-        }
-        s += in + "}\n";
-    }
-    s += "}\n";
-    out.launch.grid = {k.grid_x, k.grid_y, 1};
-    out.launch.block = {k.threads, 1, 1};
-    out.launch.shared_bytes = unsigned(k.shared_bytes);
-    return out;
+    s += epilogue_stores(k, g, epilogue, args);
+    return finished();
 }
 
 } // namespace conflux::cuda

@@ -9,6 +9,12 @@
 //     contiguous runs of channels) and block_threads / that many strips of outputs;
 //   - the block's weights are copied once into shared memory as f32, tap-major, so a thread
 //     reads its V weights of a tap as one or two 16-byte loads;
+//   - tiled configs (_r<R>, 2-D only): a block computes R output rows x some strips x up to 64
+//     bytes of channels, and first copies the input window those need into shared memory in
+//     the input's type (zeros where the padding is), so every kernel row's reads are
+//     shared-memory loads without bounds checks; the window's positions are padded apart so
+//     that a warp's reads take the fewest bank wavefronts. Without the tile each thread reads
+//     through the caches, and a 7x7 layer's reads miss L1 often enough to leave it latency-bound;
 //   - accumulation in f32 (f16, bf16 and f32 inputs), in the reference's tap order;
 //   - every output goes through the epilogue of gemm_kernel.hpp (the fused module's pointwise
 //     part and layout tail, or the plain store), with b = 0, m = the output position over
@@ -47,8 +53,17 @@ struct depthwise_plan {
     // The distinct input columns a thread reads per kernel row, relative to its first:
     // {j * stride + t * dilation} over its outputs j and the row's taps t, ascending.
     std::vector<unsigned> columns;
-    std::size_t shared_bytes = 0; // the block's weights, f32
+    std::size_t shared_bytes = 0; // the block's weights, f32 (and a tiled block's window)
     unsigned grid_x = 0, grid_y = 0;
+    // Tiled configs: a block's tile_rows x tile_strips strips of outputs; its input window of
+    // window_rows x window_cols positions of the input's element type, `pitch` elements apart,
+    // after the weights (window_offset bytes in); a warp's read of one column takes
+    // read_wavefronts shared-memory wavefronts; the grid walks images x row tiles x column
+    // tiles.
+    unsigned tile_rows = 0, tile_strips = 0;
+    std::size_t window_rows = 0, window_cols = 0, pitch = 0, window_offset = 0;
+    std::size_t read_wavefronts = 0;
+    std::size_t row_tiles = 0, col_tiles = 0;
     bool wide_offsets = false; // element offsets need 64 bits
 };
 

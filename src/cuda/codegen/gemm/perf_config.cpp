@@ -38,9 +38,11 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
     perf_config c;
     if (take(s, "dw_c")) {
         c.family = kernel_family::depthwise;
-        if (!take_number(s, c.vector) || !take(s, "_o") || !take_number(s, c.outputs) ||
-            !take(s, "_t") || !take_number(s, c.block_threads) || !s.empty())
+        if (!take_number(s, c.vector) || !take(s, "_o") || !take_number(s, c.outputs))
             return std::nullopt;
+        if (take(s, "_r") && (!take_number(s, c.tile_rows) || c.tile_rows == 0))
+            return std::nullopt;
+        if (!take(s, "_t") || !take_number(s, c.block_threads) || !s.empty()) return std::nullopt;
         return c;
     }
     if (!take_number(s, c.tile_m) || !take(s, "x") || !take_number(s, c.tile_n) || !take(s, "x") ||
@@ -60,7 +62,8 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
 
 std::string to_string(const perf_config& c) {
     if (c.is_depthwise())
-        return "dw_c" + std::to_string(c.vector) + "_o" + std::to_string(c.outputs) + "_t" +
+        return "dw_c" + std::to_string(c.vector) + "_o" + std::to_string(c.outputs) +
+               (c.tile_rows != 0 ? "_r" + std::to_string(c.tile_rows) : "") + "_t" +
                std::to_string(c.block_threads);
     std::string s = std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n) + "x" +
                     std::to_string(c.tile_k) + "_w" + std::to_string(c.warps_m) + "x" +

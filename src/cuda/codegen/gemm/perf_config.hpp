@@ -29,14 +29,18 @@
 // A depthwise convolution (one input channel per group) may also run on the depthwise kernel
 // family (depthwise_kernel.hpp), whose configs read
 //
-//   dw_c<V>_o<O>_t<T>
+//   dw_c<V>_o<O>[_r<R>]_t<T>
 //
 //   cV   channels per thread, loaded as one vector of V elements (1, 2, 4, 8; at most 16 bytes)
 //   oO   outputs per thread along the innermost spatial axis (1 to 8): their input windows
 //        overlap, so each input column is loaded once for all O
+//   rR   (2-D convolutions) a block computes a tile of R output rows whose input window it
+//        first copies into shared memory as f32, so the kernel rows' reads hit shared memory
+//        instead of the caches (1 to 16); without it each thread reads its inputs directly
 //   tT   threads per block (a multiple of 32, at most 1024)
 //
-// e.g. "dw_c8_o4_t128". Both kinds live in one tuning space: the tuner times them side by side.
+// e.g. "dw_c8_o4_t128", "dw_c4_o4_r4_t256". Both kinds live in one tuning space: the tuner
+// times them side by side.
 #pragma once
 
 #include <cstddef>
@@ -65,6 +69,7 @@ struct perf_config {
     bool warp_specialised = false; // _ws: a producer warpgroup more, persistent blocks
     unsigned outputs = 0;          // depthwise: outputs per thread along the innermost spatial axis
     unsigned block_threads = 0;    // depthwise: threads per block
+    unsigned tile_rows = 0; // depthwise: output rows per block through shared memory (0: direct)
     kernel_family family = kernel_family::implicit_gemm;
 
     bool is_depthwise() const { return family == kernel_family::depthwise; }
