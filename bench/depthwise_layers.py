@@ -13,7 +13,17 @@ import subprocess
 import sys
 import tempfile
 
-SPEC_BANDWIDTH = 4.8e12  # H200 HBM3e, bytes/s
+# Spec memory bandwidth by device name (bytes/s): the H200's HBM3e, the H100 SXM's HBM3.
+SPEC_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12}
+
+
+def spec_bandwidth():
+    import torch
+    name = torch.cuda.get_device_name()
+    for key, value in SPEC_BANDWIDTH.items():
+        if key in name:
+            return key, value
+    raise SystemExit(f"no spec bandwidth known for {name}: add it to SPEC_BANDWIDTH")
 BATCH = 32
 
 # (model, h, channels, kernel, stride)
@@ -86,7 +96,8 @@ def main():
     args = ap.parse_args()
     work = tempfile.mkdtemp()
     rows = []
-    print(f"{'layer':34} {'config':22} {'conflux ms':>10} {'GB/s':>7} {'% 4.8T':>7} "
+    device, bandwidth = spec_bandwidth()
+    print(f"{'layer':34} {'config':22} {'conflux ms':>10} {'GB/s':>7} {'% ' + device:>7} "
           f"{'torch ms':>9} {'GB/s':>7}")
     for model, h, c, k, stride in LAYERS:
         name = f"{model} {k}x{k}/{stride} {h}x{h}x{c}"
@@ -111,7 +122,7 @@ def main():
         else:
             ms, config = kernel
             row.update(conflux_ms=ms, config=config, conflux_gbs=bytes_ / ms / 1e6,
-                       share_of_spec=bytes_ / (ms * 1e-3) / SPEC_BANDWIDTH)
+                       share_of_spec=bytes_ / (ms * 1e-3) / bandwidth, device=device)
             print(f"{name:34} {config:22} {ms:10.4f} {row['conflux_gbs']:7.0f} "
                   f"{100 * row['share_of_spec']:6.1f}% {torch_ms:9.4f} {row['torch_gbs']:7.0f}")
         rows.append(row)
