@@ -1,6 +1,7 @@
 #include "conflux/passes/eliminate_common_subexpressions.hpp"
 
 #include "conflux/ir/literal_value.hpp"
+#include "passes/scalar_factors.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -10,6 +11,8 @@
 namespace conflux {
 
 namespace {
+
+using passes_detail::returned;
 
 // Equal keys for values that may be equal; the candidates are then compared exactly.
 std::size_t candidate_key(instruction_ref ins) {
@@ -30,11 +33,6 @@ std::size_t candidate_key(instruction_ref ins) {
 bool same_value(instruction_ref a, instruction_ref b) {
     return a->inputs() == b->inputs() && a->get_shape() == b->get_shape() &&
            a->get_operator() == b->get_operator();
-}
-
-bool returned(instruction_ref ins) {
-    return std::any_of(ins->outputs().begin(), ins->outputs().end(),
-                       [](instruction_ref user) { return user->is_return(); });
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include "conflux/passes/fuse_gemm.hpp"
 #include "conflux/passes/fuse_pointwise.hpp"
 #include "conflux/passes/layout.hpp"
+#include "conflux/passes/merge_sibling_gemms.hpp"
 #include "conflux/passes/pad_gemm_weights.hpp"
 #include "conflux/passes/reduced_precision.hpp"
 #include "conflux/passes/simplify.hpp"
@@ -27,8 +28,9 @@ std::vector<pass> target_independent_passes(std::optional<reduced_precision> pre
                       layout_nhwc{}, // convolutions in NHWC with KRSC weights
                       simplify{},    // cancel the transposes between consecutive convolutions
                       eliminate_common_subexpressions{}, // per-layer copies of one value: once
-                      dce{},                             //
-                      split_reduction{}, // few long rows of channels-last data: two steps
+                      merge_sibling_gemms{}, // one input's q, k, v projections: one product
+                      dce{},                 //
+                      split_reduction{},     // few long rows of channels-last data: two steps
                   });
     if (attention) // softmax(q.kt * scale + bias).v -> attention
         passes.insert(passes.end(), {std::move(*attention), dce{}});

@@ -6,6 +6,7 @@
 #include "conflux/ir/module.hpp"
 #include "conflux/ops/elementwise.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -19,6 +20,12 @@ std::optional<double> scalar_literal(instruction_ref ins);
 // Whether exactly one instruction uses `ins`: an intermediate a matched idiom may absorb.
 inline bool single_use(instruction_ref ins) {
     return ins->outputs().size() == 1;
+}
+
+// Whether the return reads `ins`: an output keeps a value of its own.
+inline bool returned(instruction_ref ins) {
+    return std::any_of(ins->outputs().begin(), ins->outputs().end(),
+                       [](instruction_ref user) { return user->is_return(); });
 }
 
 // x * c, c * x or x / c with c a scalar literal: (x, the factor).

@@ -3,6 +3,7 @@
 // needed). tests/gpu/gemm_kernel_test.cpp runs the same kernels on a GPU.
 #include "conflux/ops/convolution.hpp"
 #include "conflux/ops/dot.hpp"
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 #include "cuda/codegen/gemm/kernel_plan.hpp"
@@ -480,7 +481,16 @@ void expect_compiles(const gemm_problem& p, const shape& out, const perf_config&
     SCOPED_TRACE(to_string(c) + " for " + to_string(p));
     const auto e = default_epilogue(p, out);
     const kernel_source k = generate_gemm_kernel(p, c, e, "cx_gemm_test");
-    EXPECT_EQ(k.launch.block[0], c.threads());
+    // A depthwise block holds what the layer needs of the config's threads (a tiled block's
+    // rows and strips), never more.
+    if (c.is_depthwise()) {
+        const auto plan = make_depthwise_plan(c, p, {}, nullptr);
+        ASSERT_TRUE(plan.has_value());
+        EXPECT_EQ(k.launch.block[0], p.empty() ? c.threads() : plan->threads);
+        EXPECT_LE(k.launch.block[0], c.threads());
+    } else {
+        EXPECT_EQ(k.launch.block[0], c.threads());
+    }
     if (p.empty()) {
         EXPECT_TRUE(k.empty());
     } else {
