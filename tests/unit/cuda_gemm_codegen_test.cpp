@@ -446,6 +446,19 @@ TEST(CudaGemmConfig, MemoryBoundProblemsRankSmallTilesFirst) {
     const auto big = dot_problem(dtype::f16, 4096, 4096, 4096);
     EXPECT_NE(to_string(candidate_configs(big).front()), "128x64x32_w2x2_s3_k1");
     EXPECT_TRUE(candidate_configs(big).front().wgmma);
+    // A memory-bound problem too small to fill the GPU with those tiles (ShuffleNet's 1x1
+    // convolution at batch 1: 784 x 58 x 24, 7 x 1 tiles of 128x64) keeps the model's order; a
+    // larger one of the same shape promotes only the tiles that fill a wave.
+    const auto small = dot_problem(dtype::f16, 784, 58, 24);
+    const auto sc = candidate_configs(small);
+    ASSERT_FALSE(sc.empty());
+    for (const char* t : {"128x64x32_w2x2_s3_k1", "64x64x32_w2x2_s3_k1", "64x32x32_w2x1_s2_k1"})
+        EXPECT_NE(to_string(sc[0]), t);
+    const auto medium = dot_problem(dtype::f16, 3136 * 4, 58, 24); // 98 x 1 tiles of 128x64
+    const auto mc = candidate_configs(medium);
+    ASSERT_FALSE(mc.empty());
+    EXPECT_NE(to_string(mc[0]), "128x64x32_w2x2_s3_k1");
+    EXPECT_EQ(to_string(mc[0]), "64x64x32_w2x2_s3_k1"); // 196 x 1 tiles
 }
 
 TEST(CudaGemmKernel, DefaultEpilogueStoresThroughTheOutputStrides) {
