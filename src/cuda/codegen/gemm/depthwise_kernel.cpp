@@ -427,7 +427,8 @@ std::string epilogue_stores(const depthwise_plan& k, const conv_geometry& g,
 }
 
 // A tiled kernel after its weights' copy loop: the block's input window into shared memory
-// (f32, zeros outside the input), then each thread's outputs from it, then the epilogue.
+// (in the input's type, zeros outside the input), then each thread's outputs from it, then the
+// epilogue.
 std::string tiled_body(const depthwise_plan& k, const gemm_problem& p,
                        const gemm_epilogue& epilogue, const std::string& args) {
     const conv_geometry& g = *p.conv;
