@@ -76,8 +76,9 @@ void simplify::apply(module& m) const {
                 find_nested_reshape(m, ins) || find_transpose_reshape_cancel(m, ins) ||
                 find_view_chain_with_a_copy(m, ins) || find_transpose_through_elementwise(m, ins) ||
                 find_transpose_through_concat(m, ins) || find_reshape_through_elementwise(m, ins) ||
-                find_gather_constant_index(m, ins) || find_global_pool(m, ins) ||
-                find_dot_of_a_shared_matrix(m, ins) || find_gelu(m, ins) || find_rms_norm(m, ins);
+                find_constant_sum(m, ins) || find_gather_constant_index(m, ins) ||
+                find_global_pool(m, ins) || find_dot_of_a_shared_matrix(m, ins) ||
+                find_gelu(m, ins) || find_rms_norm(m, ins);
         }
         dce{}.apply(m);
         if (!changed) return;

@@ -68,5 +68,6 @@ bool find_rms_norm(module& m, instruction_ref ins);
 
 // simplify_reshape_elementwise.cpp
 bool find_reshape_through_elementwise(module& m, instruction_ref ins);
+bool find_constant_sum(module& m, instruction_ref ins);
 
 } // namespace conflux::simplify_detail
