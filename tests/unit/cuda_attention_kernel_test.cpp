@@ -10,6 +10,7 @@
 #include "cuda/codegen/attention_kernel.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/jit/nvrtc_compiler.hpp"
+#include "unit/test_helpers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -229,6 +230,46 @@ TEST(CudaAttentionKernel, LowersThroughTheCudaTarget) {
     o.use_kernel_cache = false;
     const auto compiled = compile(std::move(p), o);
     EXPECT_EQ(compiled.stats().kernels, 1u);
+}
+
+// A layer's q, k and v projections of one input, as Hugging Face exports them (bias, heads by
+// reshape and transpose, q and k scaled): merge_sibling_gemms makes them one GEMM, whose output
+// the attention kernel reads as three strided slices. Two launches; four without the merge.
+TEST(CudaAttentionKernel, MergedProjectionsFeedAttentionAsSlices) {
+    auto compile_layer = [](std::vector<std::string> skip) {
+        program p;
+        module& m = p.main();
+        auto x = m.add_parameter("x", shape{dtype::f16, {1, 40, 64}});
+        auto project = [&](unsigned seed, bool scaled) {
+            std::mt19937 rng(seed);
+            auto w =
+                m.add_literal(from_vector(dtype::f16, {64, 64}, test::random_values(64 * 64, rng)));
+            auto b = m.add_literal(from_vector(dtype::f16, {64}, test::random_values(64, rng)));
+            auto y = m.add_instruction(op::make_elementwise(op::elementwise_kind::add),
+                                       {m.add_instruction(op::dot{}, {x, w}),
+                                        m.add_instruction(op::broadcast{{1, 40, 64}}, {b})});
+            if (scaled) {
+                auto c = m.add_literal(from_vector(dtype::f16, {1}, std::vector<float>{0.354f}));
+                y = m.add_instruction(op::make_elementwise(op::elementwise_kind::mul),
+                                      {y, m.add_instruction(op::broadcast{{1, 40, 64}}, {c})});
+            }
+            return m.add_instruction(op::reshape{{1, 40, 2, 32}}, {y});
+        };
+        auto q = m.add_instruction(op::transpose{{0, 2, 1, 3}}, {project(1, true)});
+        auto kt = m.add_instruction(op::transpose{{0, 2, 3, 1}}, {project(2, true)});
+        auto v = m.add_instruction(op::transpose{{0, 2, 1, 3}}, {project(3, false)});
+        auto prob = m.add_instruction(op::softmax{3}, {m.add_instruction(op::dot{}, {q, kt})});
+        m.add_return({m.add_instruction(op::dot{}, {prob, v})});
+        compile_options o;
+        o.arch = "sm_90";
+        o.tune = tune_mode::none;
+        o.use_problem_cache = false;
+        o.use_kernel_cache = false;
+        o.skip_passes = std::move(skip);
+        return compile(std::move(p), o);
+    };
+    EXPECT_EQ(compile_layer({}).stats().launches, 2u);
+    EXPECT_EQ(compile_layer({"merge_sibling_gemms"}).stats().launches, 4u);
 }
 
 // softmax(q . kt * 0.125) . v as an exporter writes it: the CUDA target fuses it into the one
