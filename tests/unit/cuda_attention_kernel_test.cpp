@@ -212,6 +212,16 @@ TEST(CudaAttentionKernel, EveryConfigCompilesOrSaysWhyNot) {
     EXPECT_GE(compiled, 2 * cases.size());
 }
 
+// Compile options for sm_90 that need no GPU and touch no cache.
+compile_options compile_only_for_sm90() {
+    compile_options o;
+    o.arch = "sm_90";
+    o.tune = tune_mode::none;
+    o.use_problem_cache = false;
+    o.use_kernel_cache = false;
+    return o;
+}
+
 // Through the whole CUDA target (no GPU needed to compile): the op lowers to its one kernel.
 TEST(CudaAttentionKernel, LowersThroughTheCudaTarget) {
     program p;
@@ -223,11 +233,7 @@ TEST(CudaAttentionKernel, LowersThroughTheCudaTarget) {
     auto v = m.add_parameter("v", in[2]);
     auto b = m.add_parameter("b", in[3]);
     m.add_return({m.add_instruction(op::attention{0.125f, true}, {q, kt, v, b})});
-    compile_options o;
-    o.arch = "sm_90";
-    o.tune = tune_mode::none;
-    o.use_problem_cache = false;
-    o.use_kernel_cache = false;
+    compile_options o = compile_only_for_sm90();
     const auto compiled = compile(std::move(p), o);
     EXPECT_EQ(compiled.stats().kernels, 1u);
 }
@@ -260,11 +266,7 @@ TEST(CudaAttentionKernel, MergedProjectionsFeedAttentionAsSlices) {
         auto v = m.add_instruction(op::transpose{{0, 2, 1, 3}}, {project(3, false)});
         auto prob = m.add_instruction(op::softmax{3}, {m.add_instruction(op::dot{}, {q, kt})});
         m.add_return({m.add_instruction(op::dot{}, {prob, v})});
-        compile_options o;
-        o.arch = "sm_90";
-        o.tune = tune_mode::none;
-        o.use_problem_cache = false;
-        o.use_kernel_cache = false;
+        compile_options o = compile_only_for_sm90();
         o.skip_passes = std::move(skip);
         return compile(std::move(p), o);
     };
@@ -290,11 +292,7 @@ TEST(CudaAttentionKernel, TheCudaPipelineFusesWhatTheKernelTakes) {
                               {s, m.add_instruction(op::broadcast{s->get_shape().lens()}, {c})});
         auto prob = m.add_instruction(op::softmax{3}, {scaled});
         m.add_return({m.add_instruction(op::dot{}, {prob, v})});
-        compile_options o;
-        o.arch = "sm_90";
-        o.tune = tune_mode::none;
-        o.use_problem_cache = false;
-        o.use_kernel_cache = false;
+        compile_options o = compile_only_for_sm90();
         o.fuse_attention = fuse;
         return compile(std::move(p), o);
     };
