@@ -101,8 +101,6 @@ bool independent(const std::vector<sibling>& group) {
     return true;
 }
 
-using positions = std::unordered_map<instruction_ref, std::size_t>;
-
 void merge(module& m, instruction_ref x, const std::vector<sibling>& group) {
     const dtype t = group.front().dot->get_shape().type();
     const std::size_t k = group.front().weights->get_shape().lens()[0];
@@ -155,7 +153,8 @@ void merge(module& m, instruction_ref x, const std::vector<sibling>& group) {
 
 void merge_sibling_gemms::apply(module& m) const {
     std::vector<instruction_ref> inputs;
-    positions position; // program order of the instructions there before any merge
+    // Program order of the instructions there before any merge.
+    std::unordered_map<instruction_ref, std::size_t> position;
     for (auto& ins : m) {
         position[&ins] = inputs.size();
         inputs.push_back(&ins);

@@ -100,7 +100,7 @@ bool find_reshape_through_elementwise(module& m, instruction_ref ins) {
     if (!is_elementwise(ins)) return false;
     instruction_ref source = nullptr;
     for (auto* in : ins->inputs()) {
-        if (scalar_constant(in) || constant_of(in) != nullptr) continue;
+        if (constant_of(in) != nullptr) continue;
         if (in->name() != "reshape") return false;
         auto* from = in->inputs()[0];
         if (source && source->get_shape().lens() != from->get_shape().lens()) return false;
@@ -110,22 +110,28 @@ bool find_reshape_through_elementwise(module& m, instruction_ref ins) {
     // epilogue); a view before the reshape (the slices of a fused QKV) gains nothing, and
     // fuse_attention finds a scale of q or k after the views, not before them.
     if (source == nullptr) return false;
-    for (auto* in : ins->inputs())
-        if (!scalar_constant(in) && constant_of(in) != nullptr &&
-            !reshaped_constant(in, source->get_shape().lens()))
-            return false;
     if (!is_elementwise(source) && source->name() != "dot" && source->name() != "convolution")
         return false;
     const dims& lens = source->get_shape().lens();
+    // Every constant in a's lens first (computed once: writing one out may be large); none of
+    // the rewrite happens when one needs a copy the limits refuse.
+    std::vector<std::optional<std::pair<argument, dims>>> reshaped(ins->inputs().size());
+    for (std::size_t i = 0; i < ins->inputs().size(); ++i) {
+        auto* in = ins->inputs()[i];
+        if (constant_of(in) == nullptr || scalar_constant(in)) continue;
+        reshaped[i] = reshaped_constant(in, lens);
+        if (!reshaped[i]) return false;
+    }
     std::vector<instruction_ref> inputs;
-    for (auto* in : ins->inputs()) {
+    for (std::size_t i = 0; i < ins->inputs().size(); ++i) {
+        auto* in = ins->inputs()[i];
         if (const argument* c = scalar_constant(in)) {
             auto value = c->contiguous();
             auto* lit = m.insert_instruction(
                 ins, op::literal{value.view(shape{value.get_shape().type(), dims{1}})}, {});
             inputs.push_back(m.insert_instruction(ins, op::broadcast{lens}, {lit}));
-        } else if (constant_of(in) != nullptr) {
-            const auto [value, compact] = *reshaped_constant(in, lens);
+        } else if (reshaped[i]) {
+            const auto& [value, compact] = *reshaped[i];
             instruction_ref lit = m.insert_instruction(ins, op::literal{value}, {});
             inputs.push_back(
                 compact == lens ? lit : m.insert_instruction(ins, op::broadcast{lens}, {lit}));
@@ -137,10 +143,6 @@ bool find_reshape_through_elementwise(module& m, instruction_ref ins) {
     replace(m, ins, m.insert_instruction(ins, op::reshape{ins->get_shape().lens()}, {moved}));
     return true;
 }
-
-} // namespace conflux::simplify_detail
-
-namespace conflux::simplify_detail {
 
 // From: @4 = add(add(y, C1), C2)     C1, C2 constants (literals or their broadcasts), the inner
 //                                    add used only here

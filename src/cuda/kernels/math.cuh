@@ -227,6 +227,12 @@ __device__ __forceinline__ float cx_gelu(float x, bool tanh_approx) {
     if (tanh_approx) return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
     return 0.5f * x * (1.0f + erff(x * 0.7071067812f));
 }
+// 1 / x in one MUFU.RCP, for results rounded to 16 bits next.
+__device__ __forceinline__ float cx_rcp_approx(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 // GELU for an op whose result is rounded to f16 or bf16 next (11 or 8 significant bits). In a
 // GEMM epilogue erff and tanhf are most of the instructions per element (ViT-B/16's FFN-up at
 // batch 32: 0.105 ms with bias and GELU, 0.064 ms bare, on an H200); these forms are within 4e-6 of
@@ -238,18 +244,6 @@ __device__ __forceinline__ float cx_gelu(float x, bool tanh_approx) {
 //   reweighted toward minimax) to ln(erfc(z) / (2t)) + z^2 for z in [0, 10]; past x = -13 the
 //   result is a bf16 subnormal (kept: the ex2 does not flush) and past -14 below bf16's range.
 //   P is scaled by log2(e) here, so one ex2 gives the exponential.
-__device__ __forceinline__ float cx_rcp_approx(float x) {
-    float y;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-// ex2.approx without .ftz: a result below f32's normal range stays a subnormal, which bf16
-// (f32's exponent range) can hold; GELU's negative tail reaches it.
-__device__ __forceinline__ float cx_ex2_approx_keep_subnormals(float x) {
-    float y;
-    asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 __device__ __forceinline__ float cx_gelu_rounded_to_16(float x, bool tanh_approx) {
     if (tanh_approx) {
         // e = -2u log2(e) (the constants: -2 sqrt(2/pi) log2(e), and that times 0.044715), so

@@ -38,12 +38,18 @@ __device__ __forceinline__ unsigned short cx_float_to_bf16(float f) {
     return b;
 }
 
-// 2^x in one MUFU.EX2 (exp2f adds a denormal range fix around it), for results rounded to 16
-// bits next (attention's probabilities, GELU in f16/bf16), where flushing below 2^-126 loses
-// nothing.
+// 2^x in one MUFU.EX2 (exp2f adds a denormal range fix around it), for results rounded to f16
+// next (attention's probabilities), where flushing below 2^-126 loses nothing.
 __device__ __forceinline__ float cx_ex2_approx(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+// The same without .ftz: a result below f32's normal range stays a subnormal, which bf16 (f32's
+// exponent range) can hold; the negative tail of GELU in f16/bf16 reaches it.
+__device__ __forceinline__ float cx_ex2_approx_keep_subnormals(float x) {
+    float y;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
 
