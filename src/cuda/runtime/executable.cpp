@@ -68,6 +68,20 @@ struct cached_graph {
 
 } // namespace
 
+struct executable::device_copies {
+    std::vector<device_buffer> parameters;
+    std::vector<device_buffer> outputs;
+
+    device_pointers pointers() const {
+        device_pointers d;
+        for (const device_buffer& b : parameters)
+            d.parameters.push_back(b.data());
+        for (const device_buffer& b : outputs)
+            d.outputs.push_back(b.data());
+        return d;
+    }
+};
+
 struct executable::state {
     stream s;
     int device = 0; // where the kernels were loaded
@@ -77,6 +91,11 @@ struct executable::state {
     std::vector<std::pair<std::size_t, void*>> index_flags;
     std::vector<device_buffer> literals;
     device_buffer arena;
+    // run()'s device copies of host parameters and its output buffers, made by the first run
+    // and kept: every run then binds the same addresses, so its launches are captured into a
+    // graph once and replayed after (a numpy caller's later runs neither allocate nor launch
+    // kernel by kernel).
+    std::unique_ptr<device_copies> run_memory;
     // Most recently used first, at most graph_cache_capacity. Declared last so that the execs
     // are destroyed before the kernels and the memory they refer to.
     std::list<cached_graph> graphs;
@@ -141,38 +160,36 @@ argument checked_parameter(const std::map<std::string, argument>& params, const 
 
 } // namespace
 
-struct executable::device_copies {
-    std::vector<device_buffer> parameters;
-    std::vector<device_buffer> outputs;
+executable::device_copies executable::allocate_copies() const {
+    const lowered_program& p = program_;
+    device_copies copies;
+    for (const shape& s : p.parameter_shapes)
+        copies.parameters.emplace_back(s.bytes());
+    for (std::size_t o = 0; o < p.output_buffers.size(); ++o)
+        copies.outputs.emplace_back(p.buffers[p.output_buffers[o]].bytes);
+    return copies;
+}
 
-    device_pointers pointers() const {
-        device_pointers d;
-        for (const device_buffer& b : parameters)
-            d.parameters.push_back(b.data());
-        for (const device_buffer& b : outputs)
-            d.outputs.push_back(b.data());
-        return d;
-    }
-};
-
-executable::device_copies executable::upload(const std::map<std::string, argument>& params) {
+void executable::copy_parameters(const device_copies& copies,
+                                 const std::map<std::string, argument>& params) {
     const lowered_program& p = program_;
     const cudaStream_t s = state_->s.get();
-    device_copies copies;
     for (std::size_t i = 0; i < p.parameter_names.size(); ++i) {
         const argument value =
             checked_parameter(params, p.parameter_names[i], p.parameter_shapes[i]);
         const std::size_t bytes = value.get_shape().bytes();
-        device_buffer buf(bytes);
         if (bytes != 0)
-            cuda_check(cudaMemcpyAsync(buf.data(), value.data(), bytes, cudaMemcpyHostToDevice, s),
+            cuda_check(cudaMemcpyAsync(copies.parameters[i].data(), value.data(), bytes,
+                                       cudaMemcpyHostToDevice, s),
                        "upload of input '" + p.parameter_names[i] + "'");
-        // The host value must outlive the asynchronous copy.
+        // The host value (a contiguous copy may be a temporary) must outlive the copy.
         cuda_check(cudaStreamSynchronize(s), "upload of input '" + p.parameter_names[i] + "'");
-        copies.parameters.push_back(std::move(buf));
     }
-    for (std::size_t o = 0; o < p.output_buffers.size(); ++o)
-        copies.outputs.emplace_back(p.buffers[p.output_buffers[o]].bytes);
+}
+
+executable::device_copies executable::upload(const std::map<std::string, argument>& params) {
+    device_copies copies = allocate_copies();
+    copy_parameters(copies, params);
     return copies;
 }
 
@@ -272,7 +289,14 @@ std::vector<argument> executable::run(const std::map<std::string, argument>& par
                                       const run_options& options) {
     const lowered_program& p = program_;
     state& st = *state_;
-    const device_copies copies = upload(params);
+    if (!st.run_memory) st.run_memory = std::make_unique<device_copies>(allocate_copies());
+    const device_copies& copies = *st.run_memory;
+    copy_parameters(copies, params);
+    if (!options.poison && !options.sync_each_step) {
+        // The same addresses every run: one graph, captured by the first run, replayed after.
+        graph_for(copies.pointers()).launch(st.s.get());
+        return finish_run(copies);
+    }
     bindings b = bind(copies.pointers());
     if (options.poison) {
         for (const auto& out : copies.outputs)
@@ -290,9 +314,13 @@ std::vector<argument> executable::run(const std::map<std::string, argument>& par
             cuda_check(cudaStreamSynchronize(st.s.get()),
                        "kernel " + p.kernels[step.kernel].entry + " for " + step.origin);
     }
-    cuda_check(cudaStreamSynchronize(st.s.get()), "running the program");
-    check_index_errors();
+    return finish_run(copies);
+}
 
+std::vector<argument> executable::finish_run(const device_copies& copies) {
+    const lowered_program& p = program_;
+    cuda_check(cudaStreamSynchronize(state_->s.get()), "running the program");
+    check_index_errors();
     std::vector<argument> results;
     for (std::size_t o = 0; o < p.output_buffers.size(); ++o) {
         argument host(p.output_shapes[o]);

@@ -47,7 +47,9 @@ public:
     executable& operator=(const executable&) = delete;
 
     // Binds host parameters by name, runs every step on the program's stream, and copies the
-    // outputs back (in the layouts lowered_program::output_shapes gives).
+    // outputs back (in the layouts lowered_program::output_shapes gives). The device copies of
+    // the parameters and the output buffers are made once and kept, and the steps replayed as
+    // one CUDA graph (launched one by one with poison or sync_each_step).
     std::vector<argument> run(const std::map<std::string, argument>& params,
                               const run_options& options);
 
@@ -63,7 +65,12 @@ private:
     struct state;
     // Device copies of host parameters and fresh output buffers (run and profile).
     struct device_copies;
+    device_copies allocate_copies() const;
+    void copy_parameters(const device_copies& copies,
+                         const std::map<std::string, argument>& params);
     device_copies upload(const std::map<std::string, argument>& params);
+    // After run()'s launches: waits, checks the gather indices, copies the outputs back.
+    std::vector<argument> finish_run(const device_copies& copies);
     // Every step's kernel argument pointers resolved for one set of parameter and output
     // addresses, so that the steps can be launched (or captured) any number of times.
     struct bindings;
