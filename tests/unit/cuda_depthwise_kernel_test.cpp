@@ -157,23 +157,23 @@ TEST(CudaDepthwiseConfig, TiledPlanCoversTheLayer) {
     const auto k = make_depthwise_plan(tiled(4, 4, 4, 256), d.problem, {}, &why);
     ASSERT_TRUE(k.has_value()) << why;
     // 32 f16 channels (8 vectors of 4, 64 bytes) per block; 56 columns are 14 strips of 4, and
-    // 4 rows of 8 vectors leave room for 8 strips in 256 threads: 8 x 8 x 4 = 256 threads, two
-    // column tiles of 32 columns.
+    // 4 rows of 8 vectors leave room for 8 strips in 256 threads, so a row takes two column
+    // tiles, of 7 strips each: 8 x 7 x 4 = 224 threads, 28 columns a tile.
     EXPECT_EQ(k->block_vectors, 8u);
-    EXPECT_EQ(k->tile_strips, 8u);
-    EXPECT_EQ(k->threads, 256u);
+    EXPECT_EQ(k->tile_strips, 7u);
+    EXPECT_EQ(k->threads, 224u);
     EXPECT_EQ(k->col_tiles, 2u);
     EXPECT_EQ(k->row_tiles, 14u);
     EXPECT_EQ(k->grid_x, 32u * 14u * 2u);
     EXPECT_EQ(k->grid_y, 3u);
-    // The window: 4 + 6 rows, 32 + 6 columns; positions at least 32 elements apart, aligned;
+    // The window: 4 + 6 rows, 28 + 6 columns; positions at least 32 elements apart, aligned;
     // after the f32 weights.
     EXPECT_EQ(k->window_rows, 10u);
-    EXPECT_EQ(k->window_cols, 38u);
+    EXPECT_EQ(k->window_cols, 34u);
     EXPECT_GE(k->pitch, 32u);
     EXPECT_EQ(k->pitch % 4, 0u);
     EXPECT_EQ(k->window_offset, 49u * 32 * 4);
-    EXPECT_EQ(k->shared_bytes, 49 * 32 * 4 + 10 * 38 * k->pitch * 2);
+    EXPECT_EQ(k->shared_bytes, 49 * 32 * 4 + 10 * 34 * k->pitch * 2);
     EXPECT_GE(k->read_wavefronts, 1u);
     // Stride 2: the window spans (rows - 1) * 2 + the kernel.
     const auto s2 = problem_of(conv_op(2, 2, 1, 32), shape{dtype::f16, {2, 15, 15, 32}},

@@ -116,7 +116,11 @@ std::string plan_tile(depthwise_plan& k, const perf_config& c, const gemm_proble
         return std::to_string(c.tile_rows) + " rows of " + std::to_string(k.block_vectors) +
                " channel vectors need more than " + std::to_string(c.block_threads) + " threads";
     k.tile_rows = c.tile_rows;
-    k.tile_strips = unsigned(std::min<std::size_t>(strips_per_row, c.block_threads / per_strip));
+    // As many strips as the threads allow, spread evenly over the column tiles a row needs
+    // (56 columns of 4-output strips in 8-strip tiles: two tiles of 7, not 8 and 6).
+    const std::size_t most = std::min<std::size_t>(strips_per_row, c.block_threads / per_strip);
+    const std::size_t tiles_per_row = (strips_per_row + most - 1) / most;
+    k.tile_strips = unsigned((strips_per_row + tiles_per_row - 1) / tiles_per_row);
     k.threads = unsigned(per_strip * k.tile_strips);
     k.block_strips = k.tile_strips * k.tile_rows;
     const std::size_t tile_cols = std::size_t(k.tile_strips) * k.outputs;
@@ -453,23 +457,33 @@ std::string tiled_body(const depthwise_plan& k, const gemm_problem& p,
     s += in + "const " + S + "* cx_x = in0 + cx_img * " + ll(g.image_stride) + " + cx_c_block * " +
          ll(g.channel_stride) + ";\n";
     // Unrolled so that several of a thread's loads are in flight at once.
+    // A block's threads are a multiple of its vectors, so each thread copies one vector slot v
+    // of every (threads / vectors)-th position; offsets within one image in 32 bits when the
+    // image allows.
+    const bool narrow = g.image_stride < (1LL << 31) && g.channel_stride < (1LL << 20) &&
+                        std::abs(g.input_spatial_strides[0]) < (1LL << 31) &&
+                        std::abs(g.input_spatial_strides[1]) < (1LL << 31);
+    const std::string off = narrow ? "int" : "long long";
+    s += in + "const int cx_cv = cx_tid % " + lit(bv) + ";\n";
+    s += in + "const bool cx_cv_in = cx_c_block + cx_cv * " + lit(std::size_t(V)) + " < " +
+         ll(k.channels) + ";\n";
+    s += in + "const " + S + "* cx_xv = cx_x + (" + off + ")(cx_cv * " + lit(std::size_t(V)) +
+         ") * " + ll(g.channel_stride) + ";\n";
+    s += in + S + "* cx_dv = cx_dw_x + cx_cv * " + lit(std::size_t(V)) + ";\n";
     s += in + "#pragma unroll 4\n";
-    s += in + "for (int i = cx_tid; i < " + lit(k.window_rows * k.window_cols * bv) +
-         "; i += " + lit(std::size_t(k.threads)) + ") {\n";
-    s += in + "    const int v = i % " + lit(bv) + ", pos = i / " + lit(bv) + ";\n";
+    s += in + "for (int pos = cx_tid / " + lit(bv) + "; pos < " +
+         lit(k.window_rows * k.window_cols) + "; pos += " + lit(k.threads / bv) + ") {\n";
     s += in + "    const int ih = cx_ih0 + pos / " + window + ", iw = cx_iw0 + pos % " + window +
          ";\n";
     // Copied as raw vectors of the input's type: zeros outside the input.
     const std::string raw = raw_vector_type(V * size_of(p.type));
     s += in + "    " + raw + " raw = {};\n";
-    s += in + "    if (ih >= 0 && ih < " + lit(g.input_spatial[0]) + " && iw >= 0 && iw < " +
-         lit(g.input_spatial[1]) + " && cx_c_block + v * " + lit(std::size_t(V)) + " < " +
-         ll(k.channels) + ")\n";
-    s += in + "        raw = *reinterpret_cast<const " + raw + "*>(cx_x + (long long)ih * " +
-         ll(g.input_spatial_strides[0]) + " + (long long)iw * " + ll(g.input_spatial_strides[1]) +
-         " + (long long)(v * " + lit(std::size_t(V)) + ") * " + ll(g.channel_stride) + ");\n";
-    s += in + "    *reinterpret_cast<" + raw + "*>(cx_dw_x + pos * " + pitch + " + v * " +
-         lit(std::size_t(V)) + ") = raw;\n";
+    s += in + "    if (cx_cv_in && (unsigned)ih < " + lit(g.input_spatial[0]) +
+         "u && (unsigned)iw < " + lit(g.input_spatial[1]) + "u)\n";
+    s += in + "        raw = *reinterpret_cast<const " + raw + "*>(cx_xv + (" + off + ")ih * " +
+         ll(g.input_spatial_strides[0]) + " + (" + off + ")iw * " + ll(g.input_spatial_strides[1]) +
+         ");\n";
+    s += in + "    *reinterpret_cast<" + raw + "*>(cx_dv + pos * " + pitch + ") = raw;\n";
     s += in + "}\n";
     s += in + "__syncthreads();\n";
 
