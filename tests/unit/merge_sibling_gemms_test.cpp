@@ -105,6 +105,29 @@ TEST(merge_sibling_gemms, products_meeting_in_one_elementwise_op_stay) {
     EXPECT_EQ(count_named(p.main(), "slice"), 0u) << p.to_string();
 }
 
+// LLaMA's attention: q and k multiplied by position-dependent factors (rotary positions) after
+// their products, v read by attention directly. fuse_gemm gives q and k those factors as
+// epilogues; merged, they would run in a kernel of their own over slices. Only v is left
+// without an epilogue, and one product is nothing to merge.
+TEST(merge_sibling_gemms, products_with_elementwise_epilogues_stay) {
+    auto build = [](module& m) {
+        auto x = m.add_parameter("x", shape{dtype::f32, {4, 8}});
+        auto cos = m.add_parameter("cos", shape{dtype::f32, {4, 6}});
+        auto q = m.add_instruction(op::dot{}, {x, m.add_literal(random_literal({8, 6}, 1))});
+        auto k = m.add_instruction(op::dot{}, {x, m.add_literal(random_literal({8, 6}, 2))});
+        auto v = m.add_instruction(op::dot{}, {x, m.add_literal(random_literal({8, 6}, 3))});
+        auto qr = ew(m, elementwise_kind::mul, {q, cos});
+        auto kr = ew(m, elementwise_kind::mul,
+                     {m.add_instruction(op::transpose{{1, 0}}, {k}),
+                      m.add_instruction(op::transpose{{1, 0}}, {cos})});
+        auto scores = m.add_instruction(op::dot{}, {qr, kr});
+        m.add_return({m.add_instruction(op::dot{}, {scores, v})});
+    };
+    program p = test::transform_and_compare(build, merge_then_dce);
+    EXPECT_EQ(count_named(p.main(), "dot"), 5u) << p.to_string();
+    EXPECT_EQ(count_named(p.main(), "slice"), 0u) << p.to_string();
+}
+
 TEST(merge_sibling_gemms, other_inputs_variable_weights_and_returned_products_stay) {
     // Different inputs; a parameter as weights; a product the return reads.
     auto build = [](module& m) {

@@ -1,6 +1,6 @@
 // Sibling GEMMs: matrix products of one input with different constant weights become one
 // product with the weights side by side, each former result a slice of it. A transformer
-// layer's query, key and value projections (Hugging Face BERT, ViT, Whisper, LLaMA export three)
+// layer's query, key and value projections (Hugging Face BERT, ViT and Whisper export three)
 // then run as one kernel: two launches fewer per layer, and at batch 32 one product of
 // N = 2304 fills the GPU better than three of 768.
 //
@@ -8,9 +8,10 @@
 // user adding a per-column bias (a broadcast literal of N values) and then by its only user
 // scaling it by a scalar literal (BERT's and Whisper's query and key scaling): bias and scale
 // are folded into the merged weights and bias, W_i * s and b_i * s, so the merged product's
-// epilogue is one bias add. Siblings whose results meet in one elementwise op (LLaMA's gate
-// and up projections, multiplied together) are left alone: fuse_gemm already reads one
-// product in the other's epilogue, which a merge would replace by a kernel more. Values the
+// epilogue is one bias add. A product with elementwise work of its own after that (LLaMA's
+// rotary positions on q and k; its gate and up projections, multiplied together) is left
+// alone: fuse_gemm puts that work in the product's epilogue, which a merge would move into a
+// kernel of its own reading slices of the merged result. Values the
 // return reads are not merged. Runs before fuse_attention, which then reads the slices as
 // strided views; dce removes the former products.
 #pragma once
