@@ -135,6 +135,7 @@ kernel_source generate_attention(const kernel_request& r) {
     member("float", "SCALE", std::string(scale) + "f");
     member("bool", "HAS_BIAS", has_bias ? "true" : "false");
     member("bool", "ZERO_NAN_ROWS", a->zero_nan_rows ? "true" : "false");
+    member("bool", "PIPELINED", config.pipelined ? "true" : "false");
     s += "};\n\n";
     s += batch_offset("cx_q_at", q, br) + batch_offset("cx_k_at", kt, br) +
          batch_offset("cx_v_at", v, br) + batch_offset("cx_o_at", y, br);
@@ -189,7 +190,7 @@ std::string attention_kernel_obstacle(const std::vector<shape>& inputs) {
 
 std::string attention_config::name() const {
     return "w" + std::to_string(warps) + "_m" + std::to_string(row_tiles) + "_n" +
-           std::to_string(key_tile) + (wgmma ? "_wgmma" : "");
+           std::to_string(key_tile) + (wgmma ? "_wgmma" : "") + (pipelined ? "_pipe" : "");
 }
 
 std::vector<attention_config> attention_configs() {
@@ -199,9 +200,10 @@ std::vector<attention_config> attention_configs() {
             for (int key_tile : {64, 128})
                 all.push_back({warps, row_tiles, key_tile});
     // Hopper's warpgroup MMA: one or two warpgroups of 64 rows.
-    for (int warps : {4, 8})
-        for (int key_tile : {64, 128})
-            all.push_back({warps, 1, key_tile, true});
+    for (bool pipelined : {false, true})
+        for (int warps : {4, 8})
+            for (int key_tile : {64, 128})
+                all.push_back({warps, 1, key_tile, true, pipelined});
     return all;
 }
 
@@ -237,11 +239,11 @@ std::string attention_config_obstacle(const attention_config& c, std::size_t d, 
 }
 
 // Fitted to every config timed on sequences of 197, 1,500 and 4,096 with head dims 64 and 128,
-// and on BERT's and ViT's batch 1 (bench/results/2026-12-05_attention_h100.json, H100; the
-// mma.sync configs also 2026-12-04c_attention.json, H200):
-//  - wgmma, where it runs, beat every mma.sync config on every shape (1.1-1.35x): two
-//    warpgroups with 64-key tiles for head dim 128; for 64, one warpgroup with 64-key tiles
-//    up to 2,048 queries and two with 128-key tiles from there;
+// and on BERT's and ViT's batch 1 (bench/results/2026-12-06d_attention_configs_h100.json, H100;
+// the mma.sync configs also 2026-12-04c_attention.json, H200):
+//  - wgmma, where it runs, beat every mma.sync config on every shape (1.15-1.45x): two
+//    warpgroups with 64-key tiles, one tile at a time, within 5% of the fastest config on
+//    every shape (the pipelined loop was at most 3% faster where it won);
 //  - without wgmma, two row tiles per warp with 64-key tiles, 8 warps from 2,048 queries;
 //  - a launch of fewer than 128 such blocks (batch 1: BERT's 12 heads of 128 queries, 12
 //    blocks of 128 rows) leaves most SMs idle: 64-row blocks with 128-key tiles were fastest
@@ -253,12 +255,8 @@ attention_config choose_attention_config(std::size_t batches, std::size_t sq, st
     (void)sk;
     constexpr std::size_t enough_blocks = 128;
     const bool wgmma = has_wgmma && (d == 64 || d == 128) && (dv == 64 || dv == 128);
-    const bool wide_heads = std::max(d, dv) > 64;
     attention_config many{sq >= 2048 ? 8 : 4, 2, 64};
-    if (wgmma)
-        many = wide_heads   ? attention_config{8, 1, 64, true}
-               : sq >= 2048 ? attention_config{8, 1, 128, true}
-                            : attention_config{4, 1, 64, true};
+    if (wgmma) many = attention_config{8, 1, 64, true};
     const std::size_t rows = std::size_t(many.rows());
     if (sq > 64 && batches * ((sq + rows - 1) / rows) >= enough_blocks &&
         attention_config_obstacle(many, d, dv, has_wgmma).empty())

@@ -24,6 +24,9 @@ struct attention_config {
     int row_tiles = 1;
     int key_tile = 64;
     bool wgmma = false;
+    // wgmma only: the softmax of one key tile overlaps the previous tile's P . V
+    // (attention_wgmma.cuh).
+    bool pipelined = false;
     int rows() const { return warps * 16 * row_tiles; }
     std::string name() const;
     bool operator==(const attention_config&) const = default;

@@ -101,12 +101,13 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long 
 // the accumulator layout of mma.sync and wgmma alike (s[4n + e]: row g for e < 2, else g + 8;
 // key j0 + 8n + 2 t4 + e % 2). Scales and biases them (or, RAW, keeps the raw products and
 // applies the scale inside exp2's argument), masks the keys past the end (tail: this is the
-// last tile), turns s into probabilities, updates the running maximum and sum, and rescales the
-// output accumulators o (NV blocks of 8 columns, the same layout) by each row's factor.
-template <class CFG, int NS, int NV, class TB>
-__device__ __forceinline__ void online_softmax(float* s, float* o, const TB* bias, int row0, int j0,
-                                               int t4, bool tail, float (&m_run)[2],
-                                               float (&l_run)[2]) {
+// last tile), turns s into probabilities, updates the running maximum and sum, and gives each
+// row's factor for the output accumulators in alpha (rescale_rows applies it; the wgmma kernel
+// does so only once the previous tile's P . V, still running while this step runs, is done).
+template <class CFG, int NS, class TB>
+__device__ __forceinline__ void softmax_step(float* s, const TB* bias, int row0, int j0, int t4,
+                                             bool tail, float (&m_run)[2], float (&l_run)[2],
+                                             float (&alpha)[2]) {
     const float ninf = -__int_as_float(0x7f800000);
     constexpr float log2e = 1.4426950408889634f;
     // Probabilities are exp2 of log2-unit scores. Without a bias (and with a positive scale, so
@@ -138,7 +139,7 @@ __device__ __forceinline__ void online_softmax(float* s, float* o, const TB* bia
         const float m_new = fmaxf(m_old, tile_max[r]);
         // A row that has seen only -inf so far keeps offset 0: exp2(-inf) = 0, no NaN.
         const float use_new = m_new == ninf ? 0.0f : m_new;
-        const float alpha = m_old == ninf ? 0.0f : cx_ex2_approx((m_old - use_new) * exp_factor);
+        alpha[r] = m_old == ninf ? 0.0f : cx_ex2_approx((m_old - use_new) * exp_factor);
         m_run[r] = m_new;
         const float offset = use_new * exp_factor;
         float sum = 0.0f;
@@ -150,13 +151,30 @@ __device__ __forceinline__ void online_softmax(float* s, float* o, const TB* bia
                 s[4 * n + r * 2 + e] = p;
                 sum += p;
             }
-        l_run[r] = l_run[r] * alpha + sum;
+        l_run[r] = l_run[r] * alpha[r] + sum;
+    }
+}
+
+// The output accumulators o (NV blocks of 8 columns, accumulator layout) of the thread's two
+// rows times each row's factor.
+template <int NV> __device__ __forceinline__ void rescale_rows(float* o, const float (&alpha)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
 #pragma unroll
         for (int n = 0; n < NV; ++n) {
-            o[4 * n + r * 2] *= alpha;
-            o[4 * n + r * 2 + 1] *= alpha;
+            o[4 * n + r * 2] *= alpha[r];
+            o[4 * n + r * 2 + 1] *= alpha[r];
         }
-    }
+}
+
+// softmax_step, then the output accumulators rescaled at once.
+template <class CFG, int NS, int NV, class TB>
+__device__ __forceinline__ void online_softmax(float* s, float* o, const TB* bias, int row0, int j0,
+                                               int t4, bool tail, float (&m_run)[2],
+                                               float (&l_run)[2]) {
+    float alpha[2];
+    softmax_step<CFG, NS>(s, bias, row0, j0, t4, tail, m_run, l_run, alpha);
+    rescale_rows<NV>(o, alpha);
 }
 
 // The A fragment of P . V for 16 keys from the probabilities of two 8-key blocks s[0..7] (the

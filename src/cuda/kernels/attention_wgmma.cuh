@@ -1,7 +1,8 @@
 // Fused attention on Hopper's warpgroup MMA (wgmma, sm_90a): the same algorithm and results as
 // cx_attention (attention.cuh: online softmax in f32, scores never in memory), for head dims of
 // 64 or 128. Included by the kernels attention_codegen writes for _wgmma configs; they define
-// the shape struct CFG (as for cx_attention, with WARPS = 4 per warpgroup and MT = 1) and two
+// the shape struct CFG (as for cx_attention, with WARPS = 4 per warpgroup, MT = 1 and
+// PIPELINED) and two
 // instructions (wgmma_text): cx_attention_mma_s (m64 x BC x k16, q and k from shared memory)
 // and cx_attention_mma_o (m64 x DVP x k16, the probabilities from registers, v from shared
 // memory, N-major).
@@ -11,7 +12,9 @@
 // cx_attention's (online_softmax, store_rows) and the probabilities become the next product's
 // A operand in registers without moving. Per tile of BC keys: S = q . k^T as DP / 16 wgmma
 // reading both tiles from shared memory, softmax, O = O * alpha + P . V as BC / 16 wgmma with
-// P in registers. Key and value tiles are double-buffered through cp.async as in cx_attention.
+// P in registers. CFG::PIPELINED (the _wgmma_pipe configs) runs the softmax of one tile while
+// the previous tile's P . V runs, the keys copied one tile ahead of the values; otherwise one
+// tile at a time. Key and value tiles are double-buffered through cp.async.
 //
 // Shared memory holds every tile (q, k and v alike) as regions of 64 columns, each row 128
 // bytes with the 16-byte chunks swizzled (chunk c of row r at c ^ (r % 8)): wgmma's 128-byte
@@ -82,16 +85,23 @@ cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* _
     const T* type_tag = nullptr;
     const float ninf = -__int_as_float(0x7f800000);
 
-    auto load_keys = [&](int tile, int j) {
-        const unsigned kd = ks0 + (tile % 2) * K_BYTES, vd = vs0 + (tile % 2) * V_BYTES;
-        load_swizzled<T, BC, DP>(kd, generic_at(kd), kt + j * CFG::K_ROW, CFG::K_ROW, CFG::K_COL,
-                                 CFG::SK - j);
-        load_swizzled<T, BC, DVP>(vd, generic_at(vd), v + j * CFG::V_ROW, CFG::V_ROW, CFG::V_COL,
-                                  CFG::SK - j);
+    // Key tile i in k buffer i % 2, value tile i in v buffer i % 2; k runs one tile ahead of v.
+    auto load_k = [&](int tile) {
+        const unsigned d = ks0 + (tile % 2) * K_BYTES;
+        load_swizzled<T, BC, DP>(d, generic_at(d), kt + tile * BC * CFG::K_ROW, CFG::K_ROW,
+                                 CFG::K_COL, CFG::SK - tile * BC);
     };
+    auto load_v = [&](int tile) {
+        const unsigned d = vs0 + (tile % 2) * V_BYTES;
+        load_swizzled<T, BC, DVP>(d, generic_at(d), v + tile * BC * CFG::V_ROW, CFG::V_ROW,
+                                  CFG::V_COL, CFG::SK - tile * BC);
+    };
+    constexpr int TILES = (CFG::SK + BC - 1) / BC;
     load_swizzled<T, BR, DP>(qs, generic_at(qs), q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
                              CFG::SQ - q0);
-    load_keys(0, 0);
+    load_k(0);
+    if (CFG::PIPELINED && TILES > 1) load_k(1);
+    load_v(0);
     cx_cp_async_commit();
 
     float o[NV * 4];
@@ -100,31 +110,18 @@ cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* _
         o[i] = 0.0f;
     float m_run[2] = {ninf, ninf}, l_run[2] = {0.0f, 0.0f};
     const int row0 = q0 + warp * 16 + g;
-    const bool group_active = q0 + group * 64 < CFG::SQ;
 
-    for (int j0 = 0, tile = 0; j0 < CFG::SK; j0 += BC, ++tile) {
-        if (j0 + BC < CFG::SK) {
-            load_keys(tile + 1, j0 + BC);
-            cx_cp_async_commit();
-            cx_cp_async_wait<1>();
-        } else {
-            cx_cp_async_wait<0>();
-        }
-        cx_fence_proxy_async(); // this thread's copies, visible to wgmma after the barrier
-        __syncthreads();
-        if (!group_active) {
-            __syncthreads();
-            continue;
-        }
-        const bool tail = j0 + BC > CFG::SK;
-        const unsigned kb = ks0 + (tile % 2) * K_BYTES, vb = vs0 + (tile % 2) * V_BYTES;
-
-        // S = q . k^T: 16 columns of depth at a time, 32 bytes into a 128-byte row.
-        float s[NS * 4];
-#pragma unroll
-        for (int i = 0; i < NS * 4; ++i)
-            s[i] = 0.0f;
-        cx_wgmma_fence();
+    // Every branch around the wgmma instructions is uniform in the tile index alone: ptxas
+    // serialises the warpgroup's wgmma (a wait after each) where one is issued on a path it
+    // cannot prove every thread of the warpgroup takes. So a warpgroup whose rows are all past
+    // the end computes on its zero-filled q rows (store_rows writes none of them), and the last
+    // tile's P . V runs over every 16 keys: the probabilities past the end are 0 and so are the
+    // value rows (load_swizzled fills them with zeros).
+    float s[NS * 4];
+    // S = q . k^T of key tile `tile` into s, which the caller zeroed before the wgmma fence:
+    // 16 columns of depth at a time, 32 bytes into a 128-byte row. Committed, not waited for.
+    auto issue_scores = [&](int tile) {
+        const unsigned kb = ks0 + (tile % 2) * K_BYTES;
 #pragma unroll
         for (int ks = 0; ks < DP / 16; ++ks) {
             const unsigned depth = unsigned(ks % 4) * 32u;
@@ -134,32 +131,111 @@ cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* _
                                cx_wgmma_desc(ka, 16u, 1024u, 128u));
         }
         cx_wgmma_commit();
-        cx_wgmma_wait<0>();
+    };
+    // O += P . V of value tile `tile`: the probabilities of keys 16kk..16kk+15 as the A
+    // operand; v's rows 16kk.. of every 64-column region (LBO: the region's size).
+    unsigned p[BC / 16][4];
+    auto issue_values = [&](int tile) {
+        const unsigned vb = vs0 + (tile % 2) * V_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; ++kk)
+            cx_attention_mma_o(
+                o, p[kk], cx_wgmma_desc(vb + unsigned(kk) * 16u * 128u, BC * 128u, 1024u, 128u));
+        cx_wgmma_commit();
+    };
+    auto zero_scores = [&] {
+#pragma unroll
+        for (int i = 0; i < NS * 4; ++i)
+            s[i] = 0.0f;
+    };
+    auto scores_arrived = [&] {
 #pragma unroll
         for (int i = 0; i < NS * 4; ++i)
             asm volatile("" : "+f"(s[i])::"memory");
-
-        online_softmax<CFG, NS, NV>(s, o, bias, row0, j0, t4, tail, m_run, l_run);
-
-        // O += P . V: the probabilities of keys 16kk..16kk+15 as the A operand; v's rows
-        // 16kk.. of every 64-column region (LBO: the region's size).
-        unsigned p[BC / 16][4];
-#pragma unroll
-        for (int kk = 0; kk < BC / 16; ++kk)
-            pack_probabilities(p[kk], &s[8 * kk], type_tag);
-        cx_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BC / 16; ++kk) {
-            if (tail && j0 + kk * 16 >= CFG::SK) continue; // probabilities all 0
-            cx_attention_mma_o(
-                o, p[kk], cx_wgmma_desc(vb + unsigned(kk) * 16u * 128u, BC * 128u, 1024u, 128u));
-        }
-        cx_wgmma_commit();
-        cx_wgmma_wait<0>();
+    };
+    auto outputs_arrived = [&] {
 #pragma unroll
         for (int i = 0; i < NV * 4; ++i)
             asm volatile("" : "+f"(o[i])::"memory");
-        __syncthreads(); // every warp is done with this tile's buffers before they are refilled
+    };
+    auto pack = [&] {
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; ++kk)
+            pack_probabilities(p[kk], &s[8 * kk], type_tag);
+    };
+    auto is_tail = [](int tile) { return (tile + 1) * BC > CFG::SK; };
+    // Every thread's copies, visible to wgmma after the barrier.
+    auto tiles_arrived = [] {
+        cx_cp_async_wait<0>();
+        cx_fence_proxy_async();
+        __syncthreads();
+    };
+
+    float alpha[2];
+    if constexpr (!CFG::PIPELINED) {
+        // One key tile at a time: its scores, their softmax, then its P . V; the next tile's
+        // copies run meanwhile. Two warpgroups of a block, or several blocks on an SM, overlap
+        // one's softmax with another's products.
+        for (int tile = 0; tile < TILES; ++tile) {
+            // Here k and v tile have arrived; every warp is done with tile - 1's buffers.
+            tiles_arrived();
+            if (tile + 1 < TILES) {
+                load_k(tile + 1);
+                load_v(tile + 1);
+            }
+            cx_cp_async_commit();
+            zero_scores();
+            cx_wgmma_fence();
+            issue_scores(tile);
+            cx_wgmma_wait<0>();
+            scores_arrived();
+            softmax_step<CFG, NS>(s, bias, row0, tile * BC, t4, is_tail(tile), m_run, l_run, alpha);
+            rescale_rows<NV>(o, alpha);
+            pack();
+            cx_wgmma_fence();
+            issue_values(tile);
+            cx_wgmma_wait<0>();
+            outputs_arrived();
+        }
+    } else {
+        // Software-pipelined over key tiles: while the tensor cores run tile i's P . V, this
+        // warpgroup turns tile i + 1's scores (their product issued just before) into
+        // probabilities. The output accumulators are rescaled for tile i + 1 only once P . V of
+        // tile i is done, and then the probabilities packed into the A fragments it reads.
+        tiles_arrived();
+        zero_scores();
+        cx_wgmma_fence();
+        issue_scores(0);
+        cx_wgmma_wait<0>();
+        scores_arrived();
+        softmax_step<CFG, NS>(s, bias, row0, 0, t4, is_tail(0), m_run, l_run, alpha);
+        pack();
+        for (int tile = 0; tile + 1 < TILES; ++tile) {
+            // Here k tile + 1 and v tile have arrived. Every warp is done with k tile (its scores
+            // were waited for) and v tile - 1 (its P . V was): their buffers take k tile + 2 and
+            // v tile + 1, one iteration ahead of their use.
+            tiles_arrived();
+            if (tile + 2 < TILES) load_k(tile + 2);
+            load_v(tile + 1);
+            cx_cp_async_commit();
+            zero_scores();
+            cx_wgmma_fence();
+            issue_scores(tile + 1);
+            issue_values(tile);
+            cx_wgmma_wait<1>(); // the scores, committed first
+            scores_arrived();
+            softmax_step<CFG, NS>(s, bias, row0, (tile + 1) * BC, t4, is_tail(tile + 1), m_run,
+                                  l_run, alpha);
+            cx_wgmma_wait<0>();
+            outputs_arrived();
+            rescale_rows<NV>(o, alpha);
+            pack();
+        }
+        tiles_arrived();
+        cx_wgmma_fence();
+        issue_values(TILES - 1);
+        cx_wgmma_wait<0>();
+        outputs_arrived();
     }
     store_rows<CFG, NV>(o, out, row0, t4, l_run);
 }
