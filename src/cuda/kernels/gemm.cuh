@@ -351,6 +351,13 @@ __device__ __forceinline__ void cx_simt_store(const Acc (&acc)[FRAG_M][FRAG_N], 
     }
 }
 
+// The copying thread's index, kept by cx_tile_loader only where some of its copies can fall
+// past the tile (TOTAL not a multiple of THREADS). An index member it does not need cost ptxas
+// registers: 128x128 wgmma kernels went from 128 to 162 registers with it, one block per SM
+// instead of two.
+template <bool KEEP> struct cx_loader_thread { int thread_index; };
+template <> struct cx_loader_thread<false> {};
+
 // The copies of one operand's tile into a pipeline stage. The tile is OUTER rows of VPR vectors
 // of VECTOR elements (k-major: a row per tile row of the GEMM, the vectors along k; mn-major: a
 // row per depth, the vectors along m or n); thread tid copies vectors tid, tid + THREADS, ...
@@ -366,7 +373,7 @@ __device__ __forceinline__ void cx_simt_store(const Acc (&acc)[FRAG_M][FRAG_N], 
 // K-tile, or once per load when threads do not share their depth.
 template <class View, class S, class Offset, int OUTER, int VPR, int VECTOR, int THREADS, int LOADS,
           int TOTAL, bool K_MAJOR, int TILE_K, int COPY>
-struct cx_tile_loader {
+struct cx_tile_loader : cx_loader_thread<TOTAL % THREADS != 0> {
     static constexpr bool SAME_INNER = THREADS % VPR == 0;
     static constexpr bool DEPTH_PER_THREAD = K_MAJOR && SAME_INNER;
     static constexpr bool ROW_PER_THREAD = !K_MAJOR && SAME_INNER;
@@ -389,12 +396,12 @@ struct cx_tile_loader {
     unsigned sts[LOADS];
     typename View::row_t rows[ROWS];
     int depths[DEPTH_PER_THREAD ? 1 : LOADS];
-    int tid;
 
     // tile_offset(outer, inner): the swizzled byte offset of a vector in a stage.
     template <class TileOffset>
     __device__ __forceinline__ void setup(int thread, Offset row0, TileOffset&& tile_offset) {
-        tid = thread;
+        const int tid = thread;
+        if constexpr (TOTAL % THREADS != 0) this->thread_index = thread;
 #pragma unroll
         for (int i = 0; i < LOADS; ++i) {
             sts[i] = tile_offset(K_MAJOR ? row_in_tile(tid, i) : depth_in_tile(tid, i),
@@ -415,7 +422,8 @@ struct cx_tile_loader {
         if constexpr (DEPTH_PER_THREAD) shared_depth = View::depth(kt * TILE_K + depths[0]);
 #pragma unroll
         for (int i = 0; i < LOADS; ++i) {
-            if (TOTAL % THREADS != 0 && tid + i * THREADS >= TOTAL) continue;
+            if constexpr (TOTAL % THREADS != 0)
+                if (this->thread_index + i * THREADS >= TOTAL) continue;
             const typename View::depth_t d =
                 DEPTH_PER_THREAD ? shared_depth : View::depth(kt * TILE_K + depths[i]);
             const typename View::row_t& r = rows[ROW_PER_THREAD ? 0 : i];

@@ -18,7 +18,7 @@ struct gemm_problem;
 // configs are valid: entries of other versions are re-tuned.
 // 7: the wgmma family; 8: its warp-specialised persistent form (_ws); 9: _ws producers
 // announce stages when their copies land (faster _ws); 10: tiled depthwise configs (_r)
-inline constexpr const char* gemm_generator_version = "gemm-10";
+inline constexpr const char* gemm_generator_version = "gemm-11";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...
