@@ -85,7 +85,7 @@ cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* _
     const T* type_tag = nullptr;
     const float ninf = -__int_as_float(0x7f800000);
 
-    // Key tile i in k buffer i % 2, value tile i in v buffer i % 2; k runs one tile ahead of v.
+    // Key tile i in k buffer i % 2, value tile i in v buffer i % 2.
     auto load_k = [&](int tile) {
         const unsigned d = ks0 + (tile % 2) * K_BYTES;
         load_swizzled<T, BC, DP>(d, generic_at(d), kt + tile * BC * CFG::K_ROW, CFG::K_ROW,
