@@ -330,21 +330,22 @@ def conflux_args(inputs, tune, caches, narrow_outputs=False):
 
 
 def time_conflux(conflux, folder, batch, info, tune, caches, iters, timeout, top,
-                 narrow_outputs=False):
+                 narrow_outputs=False, tag=""):
+    """tag: a prefix for the log and output folder, so a second binary (--also) keeps its own."""
     model = os.path.join(folder, "model.onnx")
     args = conflux_args(info["inputs"], tune, caches, narrow_outputs)
     out = {}
     t = time.monotonic()
     # perf writes the outputs of one more run after the timing: the check needs no second
     # compile in `conflux run`.
-    got_dir = os.path.join(folder, f"conflux_out_{batch}")
+    got_dir = os.path.join(folder, f"conflux_out_{tag}{batch}")
     # --trace-compile: each tuned op's winner against the heuristic's first choice goes into
     # the log and the record (the data the --tune none heuristic is fitted on).
     p = subprocess.run([conflux, "perf", model, "-n", str(iters), "-t", str(top),
                         "--output-dir", got_dir, "--trace-compile"] + args,
                        capture_output=True, text=True, timeout=timeout)
     out["conflux_perf_s"] = round(time.monotonic() - t, 1)
-    with open(os.path.join(folder, f"perf_{batch}.log"), "w") as f:
+    with open(os.path.join(folder, f"perf_{tag}{batch}.log"), "w") as f:
         f.write(p.stdout + p.stderr)
     if p.returncode != 0:
         return {**out, "error": "conflux perf: " + last_line(p.stderr + p.stdout)}
@@ -415,6 +416,12 @@ def table(rows):
         summary.append(f"batch {batch}: {len(rs)} models, geometric mean of reduce-overhead / "
                        f"Conflux {geomean([x for x, _ in rs]):.2f}x, lowest {worst[0]:.2f}x "
                        f"({worst[1]}), {sum(x >= 1 for x, _ in rs)} at or above 1.0x")
+    ab = [r for r in rows if "conflux" in r and "conflux_also" in r]
+    if ab:
+        summary.append("--also: " + "; ".join(
+            f"{r['model']} b{r['batch']} {r['conflux']:.3f} -> {r['conflux_also']:.3f} ms "
+            f"({r.get('check_also', r.get('error_also', '-'))})"
+            for r in sorted(ab, key=lambda r: (r["model"], r["batch"]))))
     return "\n".join(lines), summary
 
 
@@ -462,6 +469,10 @@ def main():
     ap.add_argument("--wait-for", metavar="FILE", default="",
                     help="start timing only once FILE exists (other GPU work of the same device "
                          "call, such as the GPU suite, runs while the models are prepared)")
+    ap.add_argument("--also", metavar="BIN", default="",
+                    help="a second conflux binary timed and checked right after the first on "
+                         "the same exports and inputs, with a problem cache of its own (an A/B "
+                         "in one call); its rows get conflux_also, check_also")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--table-from", metavar="JSON")
@@ -569,6 +580,22 @@ def main():
                                         args.narrow_outputs))
             except subprocess.TimeoutExpired:
                 row["error"] = f"conflux: over {args.timeout} s"
+            if args.also:
+                also_caches = ["--kernel-cache", os.path.join(args.work, "kernels_also")]
+                if args.problem_cache:
+                    also_caches += ["--problem-cache", args.problem_cache + ".also"]
+                try:
+                    b = time_conflux(args.also, os.path.join(args.work, name), batch, info,
+                                     args.tune, also_caches, args.runs, args.timeout, args.top,
+                                     args.narrow_outputs, tag="also_")
+                    row.update({k + "_also": b[k] for k in
+                                ("conflux", "check", "rel_rms", "error", "slowest", "launches")
+                                if k in b})
+                except subprocess.TimeoutExpired:
+                    row["error_also"] = f"conflux (--also): over {args.timeout} s"
+                print(f"[time {time.monotonic() - start:.0f} s] {name} batch {batch}: conflux "
+                      f"{row.get('conflux', '-')} ms, --also {row.get('conflux_also', '-')} ms "
+                      f"(check {row.get('check_also', row.get('error_also', '-'))})", flush=True)
             mine.append(row)
         if not mine:
             continue
