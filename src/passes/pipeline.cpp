@@ -6,6 +6,7 @@
 #include "conflux/passes/fuse_pointwise.hpp"
 #include "conflux/passes/layout.hpp"
 #include "conflux/passes/merge_sibling_gemms.hpp"
+#include "conflux/passes/pad_conv_channels.hpp"
 #include "conflux/passes/pad_gemm_weights.hpp"
 #include "conflux/passes/reduced_precision.hpp"
 #include "conflux/passes/simplify.hpp"
@@ -36,10 +37,11 @@ std::vector<pass> target_independent_passes(std::optional<reduced_precision> pre
         passes.insert(passes.end(), {std::move(*attention), dce{}});
     passes.insert(passes.end(),
                   {
-                      pad_gemm_weights{}, // 16-byte rows for constant B operands (after the
-                                          // last simplify, which would fold the slice back)
-                      fuse_pointwise{},   // elementwise DAGs -> pointwise ops
-                      fuse_gemm{},        // anchor + epilogue + layout tail -> fused_gemm ops
+                      pad_conv_channels{}, // 3-channel stems read whole (padded) pixels
+                      pad_gemm_weights{},  // 16-byte rows for constant B operands (after the
+                                           // last simplify, which would fold the slice back)
+                      fuse_pointwise{},    // elementwise DAGs -> pointwise ops
+                      fuse_gemm{},         // anchor + epilogue + layout tail -> fused_gemm ops
                       dce{},
                   });
     return passes;
