@@ -546,6 +546,13 @@ void run_case(const test_case& tc, const device_info& dev, const gemm_device_lim
         else if (!c || !why.empty())
             std::printf("  (skipping %s: %s)\n", text.c_str(), why.c_str());
     }
+    // The ping-pong form (_pp) is not a tuning candidate until timed: every case it can run
+    // checks it here, with each warpgroup's tile whole (64 or 128 rows) and ring depths.
+    for (const char* text : {"128x128x64_w8x1_s4_k1_wgmma_pp", "64x128x64_w8x1_s6_k1_wgmma_pp",
+                             "64x256x64_w8x1_s4_k1_wgmma_pp", "128x64x64_w8x1_s3_k1_wgmma_pp"}) {
+        const auto c = parse_perf_config(text);
+        if (c && valid(*c, *p, nullptr, limits)) vs.push_back({*c, {}, {}, {}, {}, {}});
+    }
     const auto epilogue = default_epilogue(*p, tc.out);
     // An output whose fastest axis is m needs the staged store; a _ws config whose pipeline
     // leaves no room for it cannot write this output, and the compiler splits instead (can_fuse
@@ -629,6 +636,11 @@ void time_large(const device_info& dev, const gemm_device_limits& limits, std::m
     const auto p = *make_gemm_problem(tc.op, {tc.a, tc.b}, tc.out);
     auto configs = candidate_configs(p, limits);
     if (configs.size() > how_many) configs.resize(how_many);
+    // The ping-pong form, not a candidate until timed, after them.
+    for (const char* text : {"128x128x64_w8x1_s4_k1_wgmma_pp", "128x128x64_w8x1_s3_k1_wgmma_pp",
+                             "64x256x64_w8x1_s4_k1_wgmma_pp"})
+        if (const auto c = parse_perf_config(text); c && valid(*c, p, nullptr, limits))
+            configs.push_back(*c);
     std::vector<variant> vs;
     for (const auto& c : configs)
         vs.push_back({c, {}, {}, {}, {}, {}});

@@ -512,8 +512,10 @@ void expect_compiles(const gemm_problem& p, const shape& out, const perf_config&
         // default limits are an H200's).
         const std::size_t staged = staged_store_bytes(p, c, e.walk);
         const std::size_t pipeline = shared_bytes(c, p);
-        const std::size_t both =
-            c.warp_specialised ? pipeline + staged : std::max(pipeline, staged);
+        // _pp: a staging buffer (16-byte aligned) for each of its two warpgroups.
+        const std::size_t both = c.ping_pong          ? pipeline + 2 * ((staged + 15) / 16 * 16)
+                                 : c.warp_specialised ? pipeline + staged
+                                                      : std::max(pipeline, staged);
         EXPECT_EQ(k.launch.shared_bytes, both <= 227 * 1024 ? both : pipeline);
         EXPECT_FALSE(k.empty());
     }
@@ -719,6 +721,68 @@ TEST(CudaGemmKernel, WarpSpecialisedKernelsCompileForSm90a) {
     EXPECT_CONTAINS(k.code, "cx_ws_produce_tile<3, true>");
     EXPECT_CONTAINS(k.code, "cx_ws_claim_registers<208>");
     EXPECT_CONTAINS(k.code, "cx_ws_release_registers<88>");
+}
+
+TEST(CudaGemmConfig, PingPongConfigsParseAndStateTheirConstraints) {
+    const auto c = parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp");
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(c->warp_specialised);
+    EXPECT_TRUE(c->ping_pong);
+    EXPECT_EQ(to_string(*c), "128x128x64_w8x1_s4_k1_wgmma_pp");
+    EXPECT_EQ(c->threads(), 384u);
+    EXPECT_FALSE(parse_perf_config("128x128x64_w8x1_s4_k1_pp").has_value());
+    EXPECT_FALSE(parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_ws_pp").has_value());
+    EXPECT_NE(*c, *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_ws"));
+
+    const auto big = dot_problem(dtype::f16, 4096, 3072, 768);
+    EXPECT_TRUE(is_valid("128x128x64_w8x1_s4_k1_wgmma_pp", big));
+    // Each warpgroup holds a whole tile: 128x128 is 128 accumulators a thread, 128x256 twice.
+    EXPECT_CONTAINS(why_not("128x256x64_w8x1_s3_k1_wgmma_pp", big),
+                    "more than 128 accumulator registers");
+    EXPECT_CONTAINS(why_not("128x128x64_w4x1_s4_k1_wgmma_pp", big), "two multiplying warpgroups");
+    EXPECT_CONTAINS(why_not("128x128x64_w4x2_s4_k1_wgmma_pp", big), "two multiplying warpgroups");
+    const auto plan = gemm::make_kernel_plan(*c, big, {}, nullptr);
+    ASSERT_TRUE(plan.has_value());
+    EXPECT_EQ(plan->groups_m, 1u);
+    EXPECT_EQ(plan->group_tile_m, 128u);
+    EXPECT_EQ(plan->group_tile_n, 128u);
+    EXPECT_EQ(plan->frag_m, 2u);
+    EXPECT_EQ(plan->grid, 132u);
+    EXPECT_EQ(plan->consumer_registers, 208u);
+    // Not a tuning candidate until it has been timed on a GPU.
+    for (const auto& cand : candidate_configs(big))
+        EXPECT_FALSE(cand.ping_pong) << to_string(cand);
+}
+
+TEST(CudaGemmKernel, PingPongKernelsCompileForSm90a) {
+    // The warpgroups alternate tiles: each reads its own tiles' stages of the ring (4 reading
+    // warps a stage), takes turns through named barriers, and stages its store in its own
+    // buffer. Odd sizes, both majors of B, a convolution, K = 0, direct and staged stores.
+    const auto rm = dot_problem(dtype::f16, 300, 200, 136);
+    const auto tb = dot_problem(dtype::bf16, 256, 192, 100, true);
+    for (const char* c : {"128x128x64_w8x1_s4_k1_wgmma_pp", "64x256x64_w8x1_s4_k1_wgmma_pp",
+                          "64x128x64_w8x1_s6_k1_wgmma_pp"}) {
+        expect_compiles(rm, shape{dtype::f16, {300, 200}}, *parse_perf_config(c));
+        expect_compiles(tb, shape{dtype::bf16, {256, 192}}, *parse_perf_config(c));
+    }
+    expect_compiles(dot_problem(dtype::f16, 64, 64, 0), shape{dtype::f16, {64, 64}},
+                    *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp"));
+    // One K-tile (a rolled loop of one), and a transposed output: each warpgroup stages its
+    // tile in its own buffer.
+    expect_compiles(dot_problem(dtype::f16, 64, 64, 64), shape{dtype::f16, {64, 64}},
+                    *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp"));
+    expect_compiles(rm, shape{dtype::f16, {300, 200}, {1, 300}},
+                    *parse_perf_config("128x128x64_w8x1_s3_k1_wgmma_pp"));
+    auto conv = conv_problem(dtype::f16, conv_op(2, 2, 1, 1), {2, 15, 15, 64}, {128, 3, 3, 64});
+    expect_compiles(conv.problem, conv.y, *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp"));
+    const auto k = generate_gemm_kernel(rm, *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp"),
+                                        default_epilogue(rm, shape{dtype::f16, {300, 200}}), "k");
+    EXPECT_EQ(k.launch.block[0], 384u);
+    EXPECT_EQ(k.launch.grid[0], 6u); // 3 x 2 tiles of 128 x 128
+    EXPECT_CONTAINS(k.code, "cx_ws_init<4, 128, 4>");
+    EXPECT_CONTAINS(k.code, "cx_pp_wait_turn(cx_wg, cx_q);");
+    EXPECT_CONTAINS(k.code, "cx_ws_consume_tile<4, true>");
+    EXPECT_CONTAINS(k.code, "cx_it = cx_q * 3;");
 }
 
 TEST(CudaGemmKernel, WgmmaKernelsCompileForSm90a) {

@@ -116,18 +116,50 @@ __device__ __forceinline__ void cx_ws_produce_drain() {
 
 // The consumers' share of one output tile: multiply(stage) issues a stage's wgmma and waits
 // until only that group is running (cx_wgmma_stage), so the stage before it is released then,
-// and the last one after the final wait.
-template <int STAGES, class Multiply>
+// and the last one after the final wait. ROLLED keeps the loop a loop whatever the count: a
+// _pp warpgroup's loop over one to three K-tiles, unrolled, made ptxas insert warpgroup waits
+// around its wgmma or serialise them (C7517-C7520); rolled, every _pp kernel compiles clean.
+template <int STAGES, bool ROLLED = false, class Multiply>
 __device__ __forceinline__ void cx_ws_consume_tile(unsigned bars, int& it, int k_tiles, int lane,
                                                    Multiply& multiply) {
-    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+    auto step = [&](int kt) {
         const int stage = it % STAGES;
         cx_mbar_wait(cx_ws_full<STAGES>(bars, stage), (it / STAGES) & 1);
         // The copies were made through the generic proxy, wgmma reads through the async one.
         cx_fence_proxy_async();
         multiply(stage);
         if (kt > 0 && lane == 0) cx_mbar_arrive(cx_ws_empty<STAGES>(bars, (it - 1) % STAGES));
+    };
+    if constexpr (ROLLED) {
+        // The count hidden from the compiler: a loop of one K-tile is not dissolved either.
+        int count = k_tiles;
+        asm volatile("" : "+r"(count));
+#pragma unroll 1
+        for (int kt = 0; kt < count; ++kt, ++it)
+            step(kt);
+    } else {
+        for (int kt = 0; kt < k_tiles; ++kt, ++it)
+            step(kt);
     }
     cx_wgmma_wait<0>();
     if (k_tiles > 0 && lane == 0) cx_mbar_arrive(cx_ws_empty<STAGES>(bars, (it - 1) % STAGES));
+}
+
+// _pp (ping-pong): the two multiplying warpgroups take the block's tiles in turn, warpgroup
+// q % 2 the q-th. Tile q's multiply starts once tile q - 1's has ended, so one warpgroup stores
+// its tile while the other multiplies, and every iteration of the ring before tile q has been
+// read when a warpgroup waits on tile q's first stage: its waits on the ring's parities cannot
+// be fooled by a phase two rounds back. Named barriers 2 + g (warpgroup g waits: its 128
+// threads sync, the other warpgroup's 128 arrive) and 4 + g (warpgroup g's own sync).
+__device__ __forceinline__ void cx_pp_wait_turn(int group, int tile_of_block) {
+    if (tile_of_block > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + group) : "memory");
+}
+
+// After a warpgroup's multiply: the other one's turn, if it has a tile after this one.
+__device__ __forceinline__ void cx_pp_pass_turn(int group, bool next_exists) {
+    if (next_exists) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - group) : "memory");
+}
+
+__device__ __forceinline__ void cx_pp_group_sync(int group) {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(4 + group) : "memory");
 }

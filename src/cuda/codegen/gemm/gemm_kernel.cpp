@@ -119,8 +119,15 @@ std::size_t staged_store_bytes(const gemm_problem& p, const perf_config& c, stor
     return rows * cols * size_of(p.type);
 }
 
+std::size_t staged_buffer_stride(const gemm_problem& p, const perf_config& c, store_walk walk) {
+    return (staged_store_bytes(p, c, walk) + 15) / 16 * 16;
+}
+
 std::size_t kernel_shared_bytes(const gemm_problem& p, const perf_config& c, store_walk walk) {
     const std::size_t pipeline = shared_bytes(c, p), staged = staged_store_bytes(p, c, walk);
+    // _ws: the ring keeps filling while the consumers store, so the staged tile has room of its
+    // own; _pp: one for each warpgroup, as both may be storing at once.
+    if (c.ping_pong) return pipeline + 2 * staged_buffer_stride(p, c, walk);
     return c.warp_specialised ? pipeline + staged : std::max(pipeline, staged);
 }
 
@@ -266,9 +273,12 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         const std::string stages = std::to_string(c.stages);
         const std::string blocks = std::to_string(plan->blocks);
         const std::string k_tiles = text::integer_literal(plan->k_tiles);
+        const bool pp = c.ping_pong;
+        // The warps that read each stage: every consumer, or (_pp) one warpgroup.
+        const unsigned stage_readers = pp ? 4 : plan->compute_threads / 32;
         s += in + "const unsigned cx_bars = cx_smem_base + " + std::to_string(ring) + "u;\n";
         s += in + "cx_ws_init<" + stages + ", " + std::to_string(plan->load_threads) + ", " +
-             std::to_string(plan->compute_threads / 32) + ">(cx_bars);\n";
+             std::to_string(stage_readers) + ">(cx_bars);\n";
         s += in + "int cx_it = 0;\n";
         s += in + "if (threadIdx.x < " + std::to_string(plan->load_threads) + ") {\n";
         if (plan->producer_registers != 0)
@@ -287,23 +297,48 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         if (plan->consumer_registers != 0)
             s +=
                 in + "cx_ws_claim_registers<" + std::to_string(plan->consumer_registers) + ">();\n";
-        s += in + "const int cx_tid = threadIdx.x - " + std::to_string(plan->load_threads) +
-             ", cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
+        if (pp) {
+            // Warpgroup cx_wg takes the block's tiles cx_q = cx_wg, cx_wg + 2, ...; tile cx_q's
+            // K-tiles are the ring's iterations from cx_q * k_tiles on.
+            s += in + "const int cx_wg = (threadIdx.x - " + std::to_string(plan->load_threads) +
+                 ") >> 7;\n";
+            s += in + "const int cx_tid = (threadIdx.x - " + std::to_string(plan->load_threads) +
+                 ") & 127, cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
+        } else {
+            s += in + "const int cx_tid = threadIdx.x - " + std::to_string(plan->load_threads) +
+                 ", cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
+        }
         if (staged)
             s += in + S + "* cx_stage = reinterpret_cast<" + S + "*>(cx_smem + " +
-                 std::to_string(plan->shared_bytes) + ");\n";
-        s += in + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks +
-             "; cx_tile += gridDim.x) {\n";
+                 std::to_string(plan->shared_bytes) +
+                 (pp ? " + cx_wg * " + std::to_string(staged_buffer_stride(p, c, walk)) : "") +
+                 ");\n";
+        if (pp)
+            s += in +
+                 "for (int cx_q = cx_wg, cx_tile = blockIdx.x + cx_wg * gridDim.x; cx_tile < " +
+                 blocks + "; cx_q += 2, cx_tile += 2 * gridDim.x) {\n";
+        else
+            s += in + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks +
+                 "; cx_tile += gridDim.x) {\n";
         s += tile_of("cx_tile", in) + compute.setup + multiply;
-        s += in + "cx_ws_consume_tile<" + stages + ">(cx_bars, cx_it, " + k_tiles +
-             ", cx_lane, cx_multiply);\n";
+        if (pp) {
+            // Turns (cx_pp_wait_turn / cx_pp_pass_turn in gemm_ws.cuh): tile cx_q's multiply
+            // starts once tile cx_q - 1's has ended, so the warpgroups' multiplies alternate
+            // and each one's waits on the ring see the phases in order.
+            s += in + "cx_it = cx_q * " + k_tiles + ";\n";
+            s += in + "cx_pp_wait_turn(cx_wg, cx_q);\n";
+        }
+        s += in + "cx_ws_consume_tile<" + stages + (pp ? ", true" : "") + ">(cx_bars, cx_it, " +
+             k_tiles + ", cx_lane, cx_multiply);\n";
+        if (pp) s += in + "cx_pp_pass_turn(cx_wg, cx_tile + (int)gridDim.x < " + blocks + ");\n";
         s += compute.finish;
         const std::string consumer_sync =
-            in + "cx_ws_consumer_sync<" + std::to_string(plan->compute_threads) + ">();\n";
+            pp ? in + "cx_pp_group_sync(cx_wg);\n"
+               : in + "cx_ws_consumer_sync<" + std::to_string(plan->compute_threads) + ">();\n";
         // Before parking this tile, every consumer is done reading the last one back.
         if (staged) s += consumer_sync;
         s += compute.store;
-        if (staged) s += consumer_sync + staged_walk(plan->compute_threads);
+        if (staged) s += consumer_sync + staged_walk(pp ? 128 : plan->compute_threads);
         s += in + "}\n";
         s += in + "}\n";
     } else {

@@ -83,8 +83,9 @@ bool plan_wgmma(kernel_plan& k, const perf_config& c, const gemm_problem& p,
     if (c.warps_m % 4 != 0)
         return fail(why, "a wgmma config's warps along M (" + std::to_string(c.warps_m) +
                              ") are not whole warpgroups of 4");
-    k.groups_m = c.warps_m / 4;
-    k.groups_n = c.warps_n;
+    // _pp: each of the two warpgroups takes whole tiles (its share is the tile).
+    k.groups_m = c.ping_pong ? 1 : c.warps_m / 4;
+    k.groups_n = c.ping_pong ? 1 : c.warps_n;
     k.group_tile_m = c.tile_m / k.groups_m;
     k.group_tile_n = c.tile_n / k.groups_n;
     if (k.group_tile_m % 64 != 0 || c.tile_m % k.groups_m != 0)
@@ -147,13 +148,21 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
                           " multiplying warps and the producer warpgroup exceed 1024 threads");
             return std::nullopt;
         }
+        if (c.ping_pong && (c.warps_m != 8 || c.warps_n != 1)) {
+            fail(why, "a _pp block has two multiplying warpgroups taking turns (w8x1), not " +
+                          std::to_string(c.warps_m) + "x" + std::to_string(c.warps_n) + " warps");
+            return std::nullopt;
+        }
         k.load_threads = perf_config::producer_threads;
         k.compute_threads = k.threads - k.load_threads;
         // The launch bounds give every thread the same registers (168 for 384 threads), and the
         // block's pool is that many per thread: the producers' loader state needs fewer, the
         // consumers' accumulators (up to 128) and epilogue more. What the producers give back is
         // all the consumers can claim: a claim beyond the pool would wait forever.
-        if (k.compute_threads >= 256) {
+        // A _pp warpgroup of at most 64 accumulators a thread needs no more than the launch
+        // bounds give, and ptxas ignores setmaxnreg in a kernel it compiles to fewer registers.
+        const bool small_pp = c.ping_pong && std::size_t(c.tile_m) * c.tile_n / 128 <= 64;
+        if (k.compute_threads >= 256 && !small_pp) {
             const unsigned launch = std::min(255u, 65536 / k.threads / 8 * 8);
             const unsigned pool = launch * k.threads;
             k.producer_registers = std::min(88u, launch);

@@ -55,7 +55,8 @@ struct kernel_plan {
     unsigned warp_tile_m = 0, warp_tile_n = 0;
     unsigned frag_m = 0, frag_n = 0;     // mma: 16x8 tiles per warp; SIMT: elements per thread;
                                          // wgmma: m64 instructions and 8-column blocks per group
-    unsigned groups_m = 0, groups_n = 0; // wgmma: warpgroups along M and N
+    unsigned groups_m = 0, groups_n = 0; // wgmma: warpgroups along M and N (_pp: 1 and 1,
+                                         // each of its two warpgroups computing whole tiles)
     unsigned group_tile_m = 0, group_tile_n = 0; // wgmma: each warpgroup's share of the tile
     tile_plan a, b;
     std::size_t shared_bytes = 0;

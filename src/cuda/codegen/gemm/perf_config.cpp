@@ -55,7 +55,10 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
         c.simt = true;
     else if (take(s, "_wgmma"))
         c.wgmma = true;
-    if (c.wgmma && take(s, "_ws")) c.warp_specialised = true;
+    if (c.wgmma && take(s, "_ws"))
+        c.warp_specialised = true;
+    else if (c.wgmma && take(s, "_pp"))
+        c.warp_specialised = c.ping_pong = true;
     if (!s.empty()) return std::nullopt;
     return c;
 }
@@ -72,7 +75,7 @@ std::string to_string(const perf_config& c) {
     if (c.vector != 0) s += "_v" + std::to_string(c.vector);
     if (c.simt) s += "_simt";
     if (c.wgmma) s += "_wgmma";
-    if (c.warp_specialised) s += "_ws";
+    if (c.warp_specialised) s += c.ping_pong ? "_pp" : "_ws";
     return s;
 }
 

@@ -67,8 +67,11 @@ struct perf_config {
     bool simt = false;
     bool wgmma = false;
     bool warp_specialised = false; // _ws: a producer warpgroup more, persistent blocks
-    unsigned outputs = 0;          // depthwise: outputs per thread along the innermost spatial axis
-    unsigned block_threads = 0;    // depthwise: threads per block
+    // _pp (a form of _ws): the two multiplying warpgroups take alternate tiles whole, one
+    // multiplying while the other stores (ping-pong), instead of sharing each tile.
+    bool ping_pong = false;
+    unsigned outputs = 0;       // depthwise: outputs per thread along the innermost spatial axis
+    unsigned block_threads = 0; // depthwise: threads per block
     unsigned tile_rows = 0; // depthwise: output rows per block through shared memory (0: direct)
     kernel_family family = kernel_family::implicit_gemm;
 
