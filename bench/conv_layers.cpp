@@ -282,7 +282,7 @@ int run(int argc, char** argv) {
     CLI::App app{"ResNet-50 conv layers (batch 256, f16, NHWC) through the Conflux CUDA target",
                  "conflux_bench_conv_layers"};
     std::size_t batch = 256, configs = 1, warmup = 5, reps = 20;
-    std::string layer_spec = "all", kernel_cache, dump_cubins, arch;
+    std::string layer_spec = "all", kernel_cache, dump_cubins, arch, extra_configs;
     bool compile_only = false, list = false;
     app.add_option("--batch", batch, "batch size")->capture_default_str();
     app.add_option("--layers", layer_spec, "all, or layer names separated by commas")
@@ -290,6 +290,9 @@ int run(int argc, char** argv) {
     app.add_option("--configs", configs,
                    "also force each of the heuristic's top K candidate configs")
         ->capture_default_str();
+    app.add_option("--extra-configs", extra_configs,
+                   "configs (comma-separated) also forced on every layer they are valid for, "
+                   "candidates or not (e.g. the _wgmma_pp form)");
     app.add_option("--warmup", warmup, "untimed runs before timing")->capture_default_str();
     app.add_option("--reps", reps, "timed runs (the median is reported)")->capture_default_str();
     app.add_option("--kernel-cache", kernel_cache, "kernel cache directory");
@@ -344,6 +347,18 @@ int run(int argc, char** argv) {
             if (configs > 1 && candidates[c] != j.chosen)
                 forced.push_back({j.layer, j.var, candidates[c], {}, {}, {}, {}});
     }
+    std::vector<std::string> extras;
+    std::stringstream extra_list(extra_configs);
+    // A string that is not a config fails its compile, reported with the layer.
+    for (std::string c; std::getline(extra_list, c, ',');)
+        extras.push_back(c);
+    for (const job& j : jobs)
+        for (const std::string& c : extras)
+            if (j.compiled && c != j.chosen &&
+                std::none_of(forced.begin(), forced.end(), [&](const job& f) {
+                    return f.layer == j.layer && f.var == j.var && f.config == c;
+                }))
+                forced.push_back({j.layer, j.var, c, {}, {}, {}, {}});
     if (!forced.empty()) compile_all(forced, layers, batch, base, "forced configs");
     // Measured in layer order, so each layer's inputs are generated once.
     for (job& j : forced)

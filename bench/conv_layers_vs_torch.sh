@@ -4,13 +4,15 @@
 # comparison table, the issue's targets and a SASS check of the winning kernels. Build and pack
 # first with `scripts/gpu_suite.sh pack` (carry .gpu); run from anywhere, it works from the
 # repository root.
-#   bench/conv_layers_vs_torch.sh [CONFIGS [LAYERS]]   defaults: 4 configs, all layers
+#   bench/conv_layers_vs_torch.sh [CONFIGS [LAYERS [EXTRA]]]   defaults: 4 configs, all layers;
+#   EXTRA: configs forced besides the candidates, comma-separated (e.g. the _wgmma_pp form)
 # Logs and JSON lines go to $OUT (a temporary directory when unset).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 . bench/device_env.sh
 configs=${1:-4}
 layers=${2:-all}
+extra=${3:-}
 work=$(mktemp -d)
 packed conflux_bench_conv_layers
 
@@ -23,7 +25,8 @@ python3 bench/torch_conv_layers.py "$work/layers.json" >"$OUT/torch1.jsonl" 2>"$
 echo "== conflux ($configs configs)"
 start=$SECONDS
 # The kernel cache outlives the call on a warm machine, so a second call skips NVRTC.
-$bin --layers "$layers" --configs "$configs" --kernel-cache /tmp/conflux-kernels \
+$bin --layers "$layers" --configs "$configs" ${extra:+--extra-configs "$extra"} \
+    --kernel-cache /tmp/conflux-kernels \
     --dump-cubins "$work/cubins" >"$OUT/conflux.out" 2>"$OUT/conflux.log"
 rc=$?
 echo "conflux bench: exit $rc, $((SECONDS - start)) s"
