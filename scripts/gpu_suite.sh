@@ -80,6 +80,11 @@ run() {
         grep "memory plan" "$OUT/resnet50_plan.log"
         step "verify resnet50 batch 1" verify_resnet50.log $bin/conflux verify /tmp/resnet50.onnx
     fi
+    # Batch 8: an input over 1 MiB, so the stem runs padded to 4 channels (pad_conv_channels).
+    if python3 bench/make_resnet50.py /tmp/resnet50_b8.onnx --batch 8 >>"$OUT/resnet50_make.log" 2>&1; then
+        step "verify resnet50 batch 8 (padded stem)" verify_resnet50_b8.log $bin/conflux verify \
+            /tmp/resnet50_b8.onnx
+    fi
     # Compiled-program files: saved, loaded by a new process, bit-identical outputs.
     if python3 bench/make_resnet50.py /tmp/resnet50_b32.onnx --batch 32 >>"$OUT/resnet50_make.log" 2>&1; then
         step "cfx round trip resnet50 f16 b32" cfx_resnet50.log scripts/cfx_round_trip.sh \

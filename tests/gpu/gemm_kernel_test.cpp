@@ -287,6 +287,10 @@ std::vector<test_case> cases() {
     r.push_back(conv_case("conv bf16 7x7 stride 2 pad 3 [1,32,32,3]x[16,7,7,3]",
                           conv_op(2, 2, 3, 1), shape{d::bf16, {1, 32, 32, 3}},
                           shape{d::bf16, {16, 7, 7, 3}}));
+    // A stem padded to 4 channels by pad_conv_channels: 8-byte pixels, the im2col gather's
+    // copies 8 bytes (cp.async) each, zero-filled past the image's border.
+    r.push_back(conv_case("conv f16 7x7 stride 2 pad 3 [2,30,30,4]x[16,7,7,4]", conv_op(2, 2, 3, 1),
+                          shape{d::f16, {2, 30, 30, 4}}, shape{d::f16, {16, 7, 7, 4}}));
     r.push_back(conv_case("conv f16 3x3 groups 4 [1,8,8,32]x[32,3,3,8]", conv_op(2, 1, 1, 4),
                           shape{d::f16, {1, 8, 8, 32}}, shape{d::f16, {32, 3, 3, 8}}));
     r.push_back(conv_case("conv f32 depthwise [1,8,8,16]x[16,3,3,1]", conv_op(2, 1, 1, 16),
