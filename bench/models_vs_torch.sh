@@ -6,6 +6,9 @@
 # `scripts/gpu_suite.sh pack` (carry .gpu). Logs and JSON lines go to $OUT.
 #   bench/models_vs_torch.sh [RESNET_BATCHES [ENCODER_BATCHES]]   defaults "1 32 256" "1 32"
 # COMMIT names the record (default: what the pack was built from, .gpu/COMMIT).
+# CONFLUX_ARGS adds options to conflux perf and run (e.g. "--perf-config
+# 128x128x64_w8x1_s4_k1_wgmma_pp" to force a config that is not a tuning candidate, or
+# "--skip-pass pad_conv_channels"); give it a problem cache of its own (bench/.cache is shared).
 # TUNE=none|quick|exhaustive (default quick) is passed to conflux; tuning a batch size from cold
 # caches takes a minute or more (ResNet-50), so from cold caches the whole default run needs
 # more than one 10-minute call: give the batch sizes in parts ("" for none). The problem cache is
@@ -37,7 +40,8 @@ for model in "${models[@]}"; do
     for b in $batches; do
         echo "== $model batch $b"
         python3 bench/torch_models.py time $model "$b" | tee -a "$OUT/torch.jsonl"
-        $bin perf "$work/$model.onnx" --batch "$b" "${caches[@]}" --tune "${TUNE:-quick}" -n 30 -t 5 --quiet \
+        # shellcheck disable=SC2086 # CONFLUX_ARGS: words for conflux perf (and run)
+        $bin perf "$work/$model.onnx" --batch "$b" "${caches[@]}" --tune "${TUNE:-quick}" -n 30 -t 5 --quiet ${CONFLUX_ARGS:-} \
             >"$OUT/perf_${model}_$b.txt" 2>&1
         echo "conflux perf: exit $?"
         cp "$work/problems.sqlite" "$OUT/problems.sqlite" 2>/dev/null # kept even if the call runs out
@@ -45,7 +49,7 @@ for model in "${models[@]}"; do
         d="$work/check_${model}_$b"
         mkdir -p "$d"
         python3 bench/torch_models.py reference $model "$b" "$d" &&
-            $bin run "$work/$model.onnx" --batch "$b" --input "input=$d/input.npy" \
+            $bin run "$work/$model.onnx" --batch "$b" --input "input=$d/input.npy" ${CONFLUX_ARGS:-} \
                 --output-dir "$d/out" "${caches[@]}" --quiet >"$OUT/run_${model}_$b.txt" 2>&1 &&
             python3 - "$d" <<'PY'
 import sys, glob, numpy as np
