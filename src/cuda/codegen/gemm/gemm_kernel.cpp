@@ -119,9 +119,14 @@ std::size_t staged_store_bytes(const gemm_problem& p, const perf_config& c, stor
     return rows * cols * size_of(p.type);
 }
 
+namespace {
+
+// The staging buffer of one _pp warpgroup: staged_store_bytes rounded up to 16 bytes.
 std::size_t staged_buffer_stride(const gemm_problem& p, const perf_config& c, store_walk walk) {
     return (staged_store_bytes(p, c, walk) + 15) / 16 * 16;
 }
+
+} // namespace
 
 std::size_t kernel_shared_bytes(const gemm_problem& p, const perf_config& c, store_walk walk) {
     const std::size_t pipeline = shared_bytes(c, p), staged = staged_store_bytes(p, c, walk);
@@ -297,17 +302,13 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         if (plan->consumer_registers != 0)
             s +=
                 in + "cx_ws_claim_registers<" + std::to_string(plan->consumer_registers) + ">();\n";
-        if (pp) {
-            // Warpgroup cx_wg takes the block's tiles cx_q = cx_wg, cx_wg + 2, ...; tile cx_q's
-            // K-tiles are the ring's iterations from cx_q * k_tiles on.
-            s += in + "const int cx_wg = (threadIdx.x - " + std::to_string(plan->load_threads) +
-                 ") >> 7;\n";
-            s += in + "const int cx_tid = (threadIdx.x - " + std::to_string(plan->load_threads) +
-                 ") & 127, cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
-        } else {
-            s += in + "const int cx_tid = threadIdx.x - " + std::to_string(plan->load_threads) +
-                 ", cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
-        }
+        // The thread's index among the consumers; _pp: its warpgroup cx_wg takes the block's
+        // tiles cx_q = cx_wg, cx_wg + 2, ..., tile cx_q's K-tiles being the ring's iterations
+        // from cx_q * k_tiles on, and cx_tid counts within the warpgroup.
+        const std::string consumer = "threadIdx.x - " + std::to_string(plan->load_threads);
+        if (pp) s += in + "const int cx_wg = (" + consumer + ") >> 7;\n";
+        s += in + "const int cx_tid = " + (pp ? "(" + consumer + ") & 127" : consumer) +
+             ", cx_lane = cx_tid & 31, cx_warp = cx_tid >> 5;\n";
         if (staged)
             s += in + S + "* cx_stage = reinterpret_cast<" + S + "*>(cx_smem + " +
                  std::to_string(plan->shared_bytes) +

@@ -86,9 +86,6 @@ struct gemm_epilogue {
 // The shared memory a staged walk parks the block's accumulators in (0 for direct).
 std::size_t staged_store_bytes(const gemm_problem& p, const perf_config& c, store_walk walk);
 
-// The staging buffer of one _pp warpgroup: staged_store_bytes rounded up to 16 bytes.
-std::size_t staged_buffer_stride(const gemm_problem& p, const perf_config& c, store_walk walk);
-
 // The shared memory the kernel of c asks for with this walk: max(pipeline, staging), the staging
 // reusing the pipeline's buffer after the K loop, except for a _ws config, whose producers fill
 // the pipeline for the next tile while the consumers stage this one: pipeline + staging (_pp:
