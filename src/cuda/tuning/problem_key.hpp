@@ -17,8 +17,9 @@ struct gemm_problem;
 // Bumped whenever a change to the gemm generator can change which config is fastest or which
 // configs are valid: entries of other versions are re-tuned.
 // 7: the wgmma family; 8: its warp-specialised persistent form (_ws); 9: _ws producers
-// announce stages when their copies land (faster _ws); 10: tiled depthwise configs (_r)
-inline constexpr const char* gemm_generator_version = "gemm-11";
+// announce stages when their copies land (faster _ws); 10: tiled depthwise configs (_r);
+// 11: the loader's copying-thread index only where needed; 12: ping-pong (_pp) candidates
+inline constexpr const char* gemm_generator_version = "gemm-12";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...

@@ -91,6 +91,14 @@ std::vector<perf_config> wgmma_space() {
         }
     add({64, 256, 4, 1}, 64, 4, 1);
     r.back().warp_specialised = true;
+    // Ping-pong (_pp): each warpgroup takes whole tiles in turn, so one's epilogue runs under the
+    // other's multiply. Measured on an H100 (2026-12-06, `gpu_gemm_kernel_test shapes`): 128x128
+    // s4 and 64x256 s4 were the fastest of ~70 candidates on 4096x3072x768 (0.043 against
+    // 0.045 ms), 6304x2304x768 (0.052 against 0.056) and 100352x384x96 (0.043 against 0.051).
+    for (const tile_shape& s : {tile_shape{128, 128, 8, 1}, tile_shape{64, 256, 8, 1}}) {
+        add(s, 64, 4, 1);
+        r.back().warp_specialised = r.back().ping_pong = true;
+    }
     return r;
 }
 
@@ -166,7 +174,9 @@ double estimated_time(const gemm::kernel_plan& k, const gemm_problem& p,
     const double barrier =
         1.0 - 0.2 * (c.warps_m * c.warps_n / 8.0) * std::min(1.0, 64.0 / (double(c.tile_k) * eb));
     const double pipeline = c.stages >= 4 ? 1.01 : c.stages == 2 ? 0.9 : 1.0;
-    const double k_iters = double(k.k_tiles_per_split) + (c.stages - 1) * 0.25;
+    // _pp hides the ring's fill (and the epilogue, below) under the other warpgroup's tile.
+    const double k_iters =
+        double(k.k_tiles_per_split) + (c.ping_pong ? 0.0 : (c.stages - 1) * 0.25);
     const double block_work = k_iters * c.tile_m * c.tile_n * c.tile_k;
     // Blocks sharing an SM share its rate; a partly filled last wave is charged in full.
     const double wave_time =
@@ -178,7 +188,12 @@ double estimated_time(const gemm::kernel_plan& k, const gemm_problem& p,
     // tile. Its producers announce a stage only after waiting for the ring's next free one, so
     // the consumers wait on that hand-off: ranked behind the ordinary tiles until that changes,
     // so quick tuning rarely times them and exhaustive tuning does.
-    if (c.warp_specialised) time *= 1.15;
+    if (c.warp_specialised && !c.ping_pong) time *= 1.15;
+    // _pp: one warpgroup multiplies at a time, so a long K runs at one warpgroup's issue rate;
+    // with few K-tiles per tile the hidden epilogue is worth more. Fitted on the same H100
+    // shapes: 128x128 s4 _pp ran 0.8x the ordinary 128x128's time at K = 768 (12 K-tiles) and
+    // 0.84x the best candidate's at K = 96, but 1.3x the best at K = 3072 (48 K-tiles).
+    if (c.ping_pong) time *= 0.8 * (1.0 + double(k.k_tiles_per_split) / 64.0);
     // Register copies (no cp.async) serialise the pipeline.
     if (!k.a.async || !k.b.async) time *= 1.5;
     // Launch overhead (~3 us) in the same unit (~2.5e12 MAC/s per SM), and split-K's
