@@ -1,11 +1,16 @@
 // Problem keys (src/cuda/tuning/problem_key.hpp): what a tuned config is remembered under. The
 // keys are read from the compile trace, as a user sees them with --trace-compile.
+#include "conflux/cuda/problem_cache.hpp"
 #include "conflux/cuda/target.hpp"
+#include "conflux/ops/dot.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "cuda/tuning/problem_key.hpp"
 #include "fused_patterns.hpp"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
 
 namespace conflux {
 namespace {
@@ -85,6 +90,59 @@ TEST(ProblemKey, TheFusionSignatureSeesStridesAndOpsButNotNames) {
     EXPECT_NE(sig(*relu, standard, standard), sig(*relu, transposed, standard));
     EXPECT_NE(sig(*relu, standard, standard), sig(*relu, standard, transposed));
     EXPECT_EQ(sig(*relu, standard, standard).size(), 16u);
+}
+
+// A new generator version makes every entry of the old one stale: the user hears it once per
+// device and version, not once per problem, while the trace still names each key.
+TEST(ProblemKey, StaleEntriesWarnOncePerGeneratorVersion) {
+    auto two_products = [] {
+        program p;
+        module& m = p.main();
+        auto a = m.add_parameter("a", shape{dtype::f16, {256, 128}});
+        auto b = m.add_parameter("b", shape{dtype::f16, {128, 192}});
+        auto c = m.add_parameter("c", shape{dtype::f16, {128, 64}});
+        m.add_return({m.add_instruction(op::dot{}, {a, b}), m.add_instruction(op::dot{}, {a, c})});
+        return p;
+    };
+    const auto keys = keys_of(two_products());
+    ASSERT_EQ(keys.size(), 2u);
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("conflux_stale_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto store = dir / "problems.sqlite";
+    const std::string current = std::string(" | ") + cuda::gemm_generator_version + " | ";
+    {
+        auto cache = cuda::problem_cache::open(store, nullptr);
+        for (const auto& k : keys) {
+            const auto at = k.find(current);
+            ASSERT_NE(at, std::string::npos) << k;
+            const auto device_at = k.rfind(" | ", at - 1);
+            const std::string slot = k.substr(0, device_at) + k.substr(at + current.size() - 3);
+            cache.put({.slot = slot,
+                       .key = k,
+                       .device = "sm_90/132",
+                       .generator_version = "gemm-0",
+                       .config = "128x128x32_w2x2_s3_k1",
+                       .time_ms = 1});
+        }
+    }
+    cuda::compile_options o;
+    o.arch = "sm_90";
+    o.tune = cuda::tune_mode::none;
+    o.problem_cache_path = store;
+    o.use_kernel_cache = false;
+    std::vector<std::string> warnings;
+    o.warn = [&](const std::string& w) { warnings.push_back(w); };
+    const auto compiled = cuda::compile(two_products(), o);
+    std::size_t stale = 0;
+    for (const auto& line : compiled.trace())
+        if (line.find("by generator gemm-0") != std::string::npos) ++stale;
+    EXPECT_EQ(stale, 2u);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("by generator gemm-0 are not used"), std::string::npos)
+        << warnings[0];
+    EXPECT_NE(warnings[0].find("--trace-compile"), std::string::npos) << warnings[0];
+    std::filesystem::remove_all(dir);
 }
 
 } // namespace

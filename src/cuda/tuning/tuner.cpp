@@ -72,7 +72,9 @@ std::optional<perf_config> tuner::choose(const anchor_choice& c, std::vector<std
     if (options_.cache != nullptr) {
         if (auto entry = options_.cache->find(key.slot())) {
             std::string why;
-            if (entry->device != key.device || entry->generator_version != key.generator_version)
+            const bool stale =
+                entry->device != key.device || entry->generator_version != key.generator_version;
+            if (stale)
                 why = "it was tuned for " + entry->device + " by generator " +
                       entry->generator_version;
             else
@@ -84,7 +86,17 @@ std::optional<perf_config> tuner::choose(const anchor_choice& c, std::vector<std
             } else {
                 const std::string message = "problem cache entry '" + entry->config + "' for " +
                                             key.text() + " is not used: " + why;
-                if (options_.warn) options_.warn(message);
+                // A newer generator makes every entry of the older one stale: one warning per
+                // device and generator that tuned them, not one per problem (a ResNet-50 cache
+                // printed 29); --trace-compile names each.
+                const std::string source = entry->device + " " + entry->generator_version;
+                if (options_.warn && (!stale || stale_sources_.insert(source).second))
+                    options_.warn(stale ? "problem cache entries tuned for " + entry->device +
+                                              " by generator " + entry->generator_version +
+                                              " are not used (this is " + key.device + ", " +
+                                              key.generator_version +
+                                              "); --trace-compile names each. First: " + message
+                                        : message);
                 trace.push_back(message);
                 if (options_.mode == tune_mode::none) {
                     // Nothing measured replaces it; a stale entry would warn on every compile.

@@ -3,10 +3,11 @@
 // heuristic. Plugged into the lowering as lowering_options::choose_config.
 //
 // Reuse: a cached config is parsed and checked with `valid` (and --exact-fp32) for the problem,
-// and its kernels are compiled, before it is used; an unparseable, invalid, stale (another
-// device or generator version) or failing entry gets a warning naming the key, and tuning (or
-// the heuristic when tuning is off) runs instead; a tuned winner replaces it. A valid config
-// that cannot fuse the op is used as it is: the lowering splits the op (traced, not warned).
+// and its kernels are compiled, before it is used; an unparseable, invalid or failing entry gets a
+// warning naming the key, stale ones (another device or generator version) one warning per
+// device and version, and tuning (or the heuristic when tuning is off) runs instead; a tuned
+// winner replaces it. A valid config that cannot fuse the op is used as it is: the lowering
+// splits the op (traced, not warned).
 //
 // Tuning: every candidate compiles (in parallel) into the whole sequence it lowers to for the op
 // alone (fused or split), runs on random non-zero inputs, and is timed after warm-up with CUDA
@@ -22,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,7 @@ private:
     tuner_options options_;
     std::map<std::string, std::optional<perf_config>> chosen_; // by key slot, this compile
     tuning_summary summary_;
+    std::set<std::string> stale_sources_; // "device generator" of stale entries warned about
 
     // Why `text` cannot be used for c (empty when it can): parse, valid, compiles.
     std::string check_cached(const std::string& text, const anchor_choice& c);
