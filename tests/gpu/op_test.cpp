@@ -565,15 +565,14 @@ TEST(CudaOps, PoolingConvolutionDot) {
                 t, {2, 3, 9, 9}));
         // Channels-last poolings (what layout_nhwc makes of a pooling after a convolution):
         // directly, in 2-D and 3-D, and through the layout pass after a convolution.
-        check_case("max_pool channels_last 3x3 s2 " + ts, unary(op::pooling{op::pooling_mode::max,
-                                                                            {3, 3},
-                                                                            {2, 2},
-                                                                            {1, 1, 1, 1},
-                                                                            {1, 1},
-                                                                            false,
-                                                                            false,
-                                                                            true},
-                                                                t, {2, 11, 11, 20}));
+        // 20 and 64 channels: 4 and 8 f16 channels a thread (16 bytes where the channel count
+        // allows).
+        const op::pooling nhwc_max{
+            op::pooling_mode::max, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false, false, true};
+        for (std::size_t channels : {20, 64})
+            check_case("max_pool channels_last 3x3 s2, " + std::to_string(channels) + " channels " +
+                           ts,
+                       unary(nhwc_max, t, {2, 11, 11, channels}));
         check_case("average_pool channels_last 3-D ceil " + ts,
                    unary(op::pooling{op::pooling_mode::average,
                                      {2, 2, 3},
@@ -584,6 +583,22 @@ TEST(CudaOps, PoolingConvolutionDot) {
                                      true,
                                      true},
                          t, {2, 5, 6, 7, 3}));
+        // A slice of 64 channels starting 4 elements into each pixel of 72: the view's offset
+        // narrows the vector.
+        check_case("average_pool channels_last of a channel slice at offset 4 " + ts,
+                   [&](module& m) {
+                       auto x = param(m, "x", t, {2, 9, 9, 72});
+                       auto v = m.add_instruction(op::slice{{3}, {4}, {68}, {}}, {x});
+                       m.add_return({m.add_instruction(op::pooling{op::pooling_mode::average,
+                                                                   {3, 3},
+                                                                   {2, 2},
+                                                                   {1, 1, 1, 1},
+                                                                   {1, 1},
+                                                                   false,
+                                                                   true,
+                                                                   true},
+                                                       {v})});
+                   });
         check_case("conv + relu + max_pool (the pool runs channels-last) " + ts, [&](module& m) {
             auto x = param(m, "x", t, {2, 3, 17, 17});
             auto w = param(m, "w", t, {16, 3, 3, 3});

@@ -263,6 +263,34 @@ def grouped_query_attention(rng):
     write("grouped_query_attention", model, {"x": x})
 
 
+def sliced_layer_norm_and_pool(rng):
+    # Views that alias memory at an offset no 16-byte load may start at: a layer norm over 64 of
+    # 70 values starting at the 2nd, and a max pool of 16 of a convolution's 20 channels starting
+    # at the 3rd (channels-last after the layout pass). Their kernels load as many elements at
+    # once as the offset allows.
+    x = rand(rng, (2, 5, 70))
+    image = rand(rng, (1, 3, 12, 12))
+    nodes = [
+        helper.make_node("Slice", ["x", "s_start", "s_end", "s_axis"], ["xs"]),
+        helper.make_node("LayerNormalization", ["xs", "ln_scale", "ln_bias"], ["normed"],
+                         axis=-1, epsilon=1e-5),
+        helper.make_node("Conv", ["image", "w"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Slice", ["c", "c_start", "c_end", "c_axis"], ["cs"]),
+        helper.make_node("MaxPool", ["cs"], ["pooled"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+    ]
+    inits = [const("s_start", np.array([1], np.int64)), const("s_end", np.array([65], np.int64)),
+             const("s_axis", np.array([2], np.int64)),
+             const("ln_scale", 1 + rand(rng, (64,), 0.1)), const("ln_bias", rand(rng, (64,), 0.1)),
+             const("w", rand(rng, (20, 3, 3, 3), 0.3)),
+             const("c_start", np.array([2], np.int64)), const("c_end", np.array([18], np.int64)),
+             const("c_axis", np.array([1], np.int64))]
+    model = build("sliced_layer_norm_and_pool", nodes, {"x": x, "image": image},
+                  {"normed": (TensorProto.FLOAT, [2, 5, 64]),
+                   "pooled": (TensorProto.FLOAT, [1, 16, 6, 6])}, inits)
+    write("sliced_layer_norm_and_pool", model, {"x": x, "image": image})
+
+
 def main():
     rng = np.random.default_rng(7)
     conv_add_relu_transpose_reshape(rng)
@@ -274,6 +302,7 @@ def main():
     conv_batchnorm_relu_maxpool(rng)
     squeeze_unsqueeze_tail(rng)
     grouped_query_attention(rng)
+    sliced_layer_norm_and_pool(rng)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,13 @@ namespace {
 // Generates the kernel for `op` over `inputs` (the output is the op's standard result shape
 // unless given) and compiles it; NVRTC must accept it without a warning.
 kernel_source compile(const operation& op, const std::vector<shape>& inputs,
-                      const std::optional<shape>& output = std::nullopt) {
+                      const std::optional<shape>& output = std::nullopt,
+                      const std::vector<std::size_t>& input_offsets = {}) {
     static int serial = 0;
     kernel_request r;
     r.op = &op;
     r.inputs = inputs;
+    r.input_offsets = input_offsets;
     r.outputs = {output ? *output : op.compute_shape(inputs)};
     r.entry = "cx_test_" + std::to_string(serial++);
     const kernel_source k = generate_kernel(r);
@@ -323,6 +325,20 @@ TEST(CudaNormLayerNorm, WithAndWithoutBiasAcrossTypesAndLayouts) {
     compile(layer_norm_op(-1), {x, shape{dtype::f32, {512}}});
 }
 
+// A slice aliases its input's memory: rows 4 elements past an aligned base load 4 f16 (8 bytes)
+// at a time, not 8, whatever the rows' strides allow.
+TEST(CudaNormLayerNorm, AnInputOffsetNarrowsTheVector) {
+    const operation last = layer_norm_op(1);
+    const shape x = strided(dtype::f16, {6, 64}, {128, 1}), scale{dtype::f16, {64}};
+    const auto aligned = compile(last, {x, scale}, std::nullopt, {0, 0});
+    EXPECT_NE(aligned.code.find("cx_layer_norm<cx_f16, cx_f16, 64, 8,"), std::string::npos);
+    const auto offset = compile(last, {x, scale}, std::nullopt, {4, 0});
+    EXPECT_NE(offset.code.find("cx_layer_norm<cx_f16, cx_f16, 64, 4,"), std::string::npos)
+        << offset.code;
+    const auto scale_offset = compile(last, {x, scale}, std::nullopt, {0, 3});
+    EXPECT_NE(scale_offset.code.find("cx_layer_norm<cx_f16, cx_f16, 64, 1,"), std::string::npos);
+}
+
 op::pooling pool_op(op::pooling_mode mode, std::vector<std::size_t> lengths) {
     op::pooling p;
     p.mode = mode;
@@ -363,6 +379,33 @@ TEST(CudaPoolCodegen, CeilModeCountIncludePadDilationAndChannelsLastStrides) {
     compile(dilated, {transposed_shape(dtype::f32, {2, 16, 20, 20}, {0, 2, 3, 1})});
     compile(dilated, {shape{dtype::i32, {2, 4, 20, 20}}});
     compile(pool_op(op::pooling_mode::average, {2}), {shape{dtype::i64, {2, 4, 20}}});
+    // Channels last with dense channels: 16 bytes of channels a thread (ResNet-50's stem pool,
+    // 64 f16 channels: 8 a thread); fewer where the channel count, a stride or the input's
+    // offset does not allow 16 bytes; NCHW and f64 a channel a thread.
+    op::pooling nhwc = pool_op(op::pooling_mode::max, {3, 3});
+    nhwc.channels_last = true;
+    nhwc.stride = {2, 2};
+    nhwc.padding = {1, 1, 1, 1};
+    const auto wide = compile(nhwc, {shape{dtype::f16, {2, 16, 16, 64}}});
+    EXPECT_NE(wide.code.find("cx_packed<cx_f16, 8>"), std::string::npos) << wide.code;
+    EXPECT_EQ(wide.launch.grid[0], (2u * 8 * 8 * 64 / 8 + 255) / 256);
+    const auto f32 = compile(nhwc, {shape{dtype::f32, {2, 16, 16, 64}}});
+    EXPECT_NE(f32.code.find("cx_packed<float, 4>"), std::string::npos);
+    const auto twelve = compile(nhwc, {shape{dtype::bf16, {2, 16, 16, 12}}});
+    EXPECT_NE(twelve.code.find("cx_packed<cx_bf16, 4>"), std::string::npos);
+    const auto offset = compile(nhwc, {shape{dtype::f16, {2, 16, 16, 64}}}, std::nullopt, {2});
+    EXPECT_NE(offset.code.find("cx_packed<cx_f16, 2>"), std::string::npos);
+    const auto sliced =
+        compile(nhwc, {strided(dtype::f16, {2, 16, 16, 64}, {16 * 16 * 65, 16 * 65, 65, 1})});
+    EXPECT_NE(sliced.code.find("cx_packed<cx_f16, 1>"), std::string::npos);
+    const auto f64 = compile(nhwc, {shape{dtype::f64, {2, 16, 16, 64}}});
+    EXPECT_NE(f64.code.find("cx_packed<double, 1>"), std::string::npos);
+    op::pooling nhwc_avg = nhwc;
+    nhwc_avg.mode = op::pooling_mode::average;
+    nhwc_avg.count_include_pad = true;
+    EXPECT_NE(
+        compile(nhwc_avg, {shape{dtype::f16, {2, 16, 16, 64}}}).code.find("cx_packed<cx_f16, 8>"),
+        std::string::npos);
     // Global pooling: the window is the whole plane.
     compile(pool_op(op::pooling_mode::average, {7, 7}), {shape{dtype::f32, {2, 64, 7, 7}}},
             strided(dtype::f32, {2, 64, 1, 1}, {1, 2, 1, 1}));

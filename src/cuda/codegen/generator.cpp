@@ -40,6 +40,10 @@ const generator_fn* find_generator(const std::string& op_name) {
     return it == registry().end() ? nullptr : &it->second;
 }
 
+bool input_aligned_to(const kernel_request& r, std::size_t i, std::size_t elements) {
+    return i >= r.input_offsets.size() || r.input_offsets[i] % elements == 0;
+}
+
 kernel_source generate_kernel(const kernel_request& request) {
     CONFLUX_ASSERT(request.op != nullptr, "generate_kernel without an op");
     const std::string name = request.op->name();

@@ -25,7 +25,15 @@ struct kernel_request {
     std::string config;
     // Whether the target runs sm_90a's warpgroup MMA (the attention kernel's _wgmma configs).
     bool wgmma = false;
+    // Each input's pointer is its buffer's base (16-byte aligned) plus this many elements (a
+    // view such as a slice aliases its input's memory); empty: every offset is 0. Kernels that
+    // move several elements per load check that the offset keeps them aligned.
+    std::vector<std::size_t> input_offsets;
 };
+
+// Whether input i of r starts `elements` elements past an address aligned to their size (its
+// offset, when the request gives one, is a multiple of `elements`).
+bool input_aligned_to(const kernel_request& r, std::size_t i, std::size_t elements);
 
 using generator_fn = std::function<kernel_source(const kernel_request&)>;
 

@@ -50,14 +50,21 @@ std::optional<kernel_source> dense_rows_kernel(const kernel_request& r, const op
         const shape& p = r.inputs[i];
         if (p.type() != pt || p.elements() != row_length || !dense_from(p, 0)) return std::nullopt;
     }
-    // Elements per load: 16 bytes where the row length and the rows' strides allow.
+    // Elements per load: 16 bytes where the row length, the rows' strides and the inputs'
+    // offsets allow.
     std::size_t vec = 16 / size_of(t);
     auto strides_allow = [&](const shape& s) {
         for (std::size_t i = 0; i < axis; ++i)
             if (s.lens()[i] > 1 && s.strides()[i] % vec != 0) return false;
         return true;
     };
-    while (vec > 1 && (row_length % vec != 0 || !strides_allow(x) || !strides_allow(y)))
+    auto offsets_allow = [&] {
+        for (std::size_t i = 0; i < r.inputs.size(); ++i)
+            if (!input_aligned_to(r, i, vec)) return false;
+        return true;
+    };
+    while (vec > 1 &&
+           (row_length % vec != 0 || !strides_allow(x) || !strides_allow(y) || !offsets_allow()))
         vec /= 2;
     // A group of threads per row, about four vectors each; a row of more than 128 vectors gets
     // a block, and one that would need more than 32 values per thread the general kernel.

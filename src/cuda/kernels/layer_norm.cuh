@@ -11,8 +11,6 @@
 #include "conflux/reduce.cuh"
 #include "conflux/types.cuh"
 
-template <class T, int N> struct alignas(sizeof(T) * N) cx_ln_vec { T v[N]; };
-
 // The sum over the group, the same bits on every thread of it (each lane's butterfly adds in
 // its own order, so the group's first lane's result is broadcast). Every thread of the warp (or,
 // for Threads > 32, of the block) must call it.
@@ -35,8 +33,8 @@ template <class T, class P, int Len, int Vec, int Threads, bool HasBias, bool Ce
 __device__ __forceinline__ void
 cx_layer_norm_row(const T* __restrict__ x, const P* __restrict__ scale, const P* __restrict__ bias,
                   T* __restrict__ y, float epsilon, int rank, bool valid) {
-    typedef cx_ln_vec<T, Vec> vec;
-    typedef cx_ln_vec<P, Vec> parameters;
+    typedef cx_packed<T, Vec> vec;
+    typedef cx_packed<P, Vec> parameters;
     constexpr int chunks = (Len / Vec + Threads - 1) / Threads;
     float v[chunks][Vec];
     float sum = 0.0f;

@@ -73,6 +73,10 @@ template <> __device__ __forceinline__ bool cx_cast<bool, long long>(long long v
     return v != 0;
 }
 
+// N elements moved as one load or store (16 bytes for 8 f16 or 4 f32): the kernels that use it
+// check that the address is a multiple of its size.
+template <class T, int N> struct alignas(sizeof(T) * N) cx_packed { T v[N]; };
+
 template <class S> __device__ __forceinline__ typename cx_compute<S>::type cx_load(const S* p) {
     return static_cast<typename cx_compute<S>::type>(*p);
 }

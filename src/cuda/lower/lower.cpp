@@ -218,9 +218,13 @@ private:
                     op.name() == "attention" ? options_.attention_config : std::string();
                 steps_.add(write_kernel(ins->name(), origin,
                                         [&](const std::string& entry) {
+                                            std::vector<std::size_t> offsets;
+                                            for (const operand& o : inputs)
+                                                offsets.push_back(element_offset(o));
                                             return generate_kernel({&op, shapes_of(inputs),
                                                                     out_shapes, modules, entry,
-                                                                    config, options_.limits.wgmma});
+                                                                    config, options_.limits.wgmma,
+                                                                    std::move(offsets)});
                                         }),
                            inputs, outputs, origin);
                 values[ins] = outputs;
