@@ -19,6 +19,29 @@ template <> struct cx_compute<cx_f16> { typedef float type; };
 template <> struct cx_compute<cx_bf16> { typedef float type; };
 template <> struct cx_compute<double> { typedef double type; };
 
+#ifdef CX_HOST_EMULATION
+// tests/unit/cuda_kernel_emulation_test.cpp runs generated kernels whose threads are independent
+// on the host (tests/unit/kernel_emulation_shim.hpp defines the cx_host_* conversions, with the
+// reference target's rounding); a GPU runs the PTX below.
+__device__ __forceinline__ float cx_f16_to_float(unsigned short h) {
+    return cx_host_f16_to_float(h);
+}
+__device__ __forceinline__ unsigned short cx_float_to_f16(float f) {
+    return cx_host_float_to_f16(f);
+}
+__device__ __forceinline__ float cx_bf16_to_float(unsigned short b) {
+    return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
+__device__ __forceinline__ unsigned short cx_float_to_bf16(float f) {
+    return cx_host_float_to_bf16(f);
+}
+__device__ __forceinline__ float cx_ex2_approx(float x) {
+    return exp2f(x);
+}
+__device__ __forceinline__ float cx_ex2_approx_keep_subnormals(float x) {
+    return exp2f(x);
+}
+#else
 __device__ __forceinline__ float cx_f16_to_float(unsigned short h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -52,6 +75,7 @@ __device__ __forceinline__ float cx_ex2_approx_keep_subnormals(float x) {
     asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
+#endif
 
 // Conversions between compute types (float, double, long long) and bool.
 template <class To, class From> __device__ __forceinline__ To cx_cast(From v) {

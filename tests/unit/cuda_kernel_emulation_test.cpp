@@ -1,0 +1,196 @@
+// Generated kernels whose threads are independent (pooling today), compiled as host C++ with
+// kernel_emulation_shim.hpp and run one thread at a time over their launch grid, against the
+// reference target on the same input: the numbers CI can check without a GPU. Each kernel goes
+// through the host compiler the project was built with (CONFLUX_HOST_CXX) into a shared
+// library that the test loads. The GPU runs the same source through NVRTC; where the two
+// differ (PTX conversions, the intrinsics) the shim follows the reference target's rules.
+#include "conflux/ir/random_argument.hpp"
+#include "conflux/ops/pooling.hpp"
+#include "conflux/ops/views.hpp"
+#include "conflux/ref/evaluate.hpp"
+#include "cuda/codegen/generator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+namespace conflux::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A directory of this process's, removed at exit.
+const fs::path& work_directory() {
+    static const fs::path dir = [] {
+        fs::path d =
+            fs::temp_directory_path() / ("conflux_emulation_" + std::to_string(::getpid()));
+        fs::create_directories(d);
+        // The kernels include "conflux/<header>": the device headers themselves.
+        fs::create_directory_symlink(fs::path(CONFLUX_SOURCE_DIR) / "src/cuda/kernels",
+                                     d / "conflux");
+        std::atexit([] {
+            fs::remove_all(fs::temp_directory_path() /
+                           ("conflux_emulation_" + std::to_string(::getpid())));
+        });
+        return d;
+    }();
+    return dir;
+}
+
+// Compiles k for the host and runs its grid; `pointers` are its arguments in order (inputs, then
+// outputs). An empty string when it ran, else why not.
+std::string emulate(const kernel_source& k, const std::vector<void*>& pointers) {
+    const fs::path dir = work_directory();
+    const fs::path source = dir / (k.entry + ".cpp"), library = dir / (k.entry + ".so");
+    std::ofstream(source) << k.code;
+    const std::string command =
+        std::string(CONFLUX_HOST_CXX) + " -std=c++20 -O1 -ffp-contract=off -w -shared -fPIC" +
+        " -include " + CONFLUX_SOURCE_DIR + "/tests/unit/kernel_emulation_shim.hpp -I" +
+        dir.string() + " -I" + CONFLUX_SOURCE_DIR + "/include " + source.string() + " -o " +
+        library.string() + " 2>" + (dir / (k.entry + ".log")).string();
+    if (std::system(command.c_str()) != 0) {
+        std::ifstream log(dir / (k.entry + ".log"));
+        return "host compile failed: " + std::string(std::istreambuf_iterator<char>(log), {});
+    }
+    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return std::string("dlopen: ") + ::dlerror();
+    using set_thread_fn =
+        void (*)(const unsigned*, const unsigned*, const unsigned*, const unsigned*);
+    auto set_thread = reinterpret_cast<set_thread_fn>(::dlsym(handle, "cx_emulation_set_thread"));
+    void* entry = ::dlsym(handle, k.entry.c_str());
+    if (set_thread == nullptr || entry == nullptr) {
+        ::dlclose(handle);
+        return "missing symbol in " + library.string();
+    }
+    // Every kernel parameter is a pointer.
+    auto call = [&] {
+        const auto& p = pointers;
+        switch (p.size()) {
+        case 2:
+            reinterpret_cast<void (*)(void*, void*)>(entry)(p[0], p[1]);
+            break;
+        case 3:
+            reinterpret_cast<void (*)(void*, void*, void*)>(entry)(p[0], p[1], p[2]);
+            break;
+        default:
+            ADD_FAILURE() << "no call for " << p.size() << " arguments";
+        }
+    };
+    const launch_dims& l = k.launch;
+    const unsigned block_dim[3] = {l.block[0], l.block[1], l.block[2]};
+    const unsigned grid_dim[3] = {l.grid[0], l.grid[1], l.grid[2]};
+    for (unsigned bz = 0; bz < l.grid[2]; ++bz)
+        for (unsigned by = 0; by < l.grid[1]; ++by)
+            for (unsigned bx = 0; bx < l.grid[0]; ++bx)
+                for (unsigned tz = 0; tz < l.block[2]; ++tz)
+                    for (unsigned ty = 0; ty < l.block[1]; ++ty)
+                        for (unsigned tx = 0; tx < l.block[0]; ++tx) {
+                            const unsigned block[3] = {bx, by, bz}, thread[3] = {tx, ty, tz};
+                            set_thread(block, thread, block_dim, grid_dim);
+                            call();
+                        }
+    ::dlclose(handle);
+    return "";
+}
+
+// The pooling `op` of the view of x (shape `view` starting `offset` elements into x's memory):
+// the generated kernel's output, byte for byte, against the reference target's (the kernel
+// pools each element's taps in the reference's order, so they are the same bits).
+void expect_pooling_matches_reference(const op::pooling& op, const shape& x_shape,
+                                      const shape& view, std::size_t offset,
+                                      const std::string& expected_packing) {
+    SCOPED_TRACE(op.name() + " of " + to_string(view) + " at offset " + std::to_string(offset));
+    std::mt19937_64 rng(11);
+    const argument x = random_argument(x_shape, rng);
+    // NaN in the first element: max pooling spreads it, as the reference does.
+    if (x_shape.type() == dtype::f16 || x_shape.type() == dtype::bf16) {
+        const std::uint16_t nan = x_shape.type() == dtype::f16 ? 0x7e00 : 0x7fc0;
+        std::memcpy(x.data(), &nan, 2);
+    }
+    const operation pool = op;
+    const shape y = pool.compute_shape({view});
+    static int serial = 0;
+    kernel_request r;
+    r.op = &pool;
+    r.inputs = {view};
+    r.outputs = {y};
+    r.entry = "cx_emulated_" + std::to_string(serial++);
+    r.input_offsets = {offset};
+    const kernel_source k = generate_kernel(r);
+    EXPECT_NE(k.code.find(expected_packing), std::string::npos) << k.code;
+    std::vector<std::byte> out(y.bytes(), std::byte{0x7f}); // poisoned
+    const std::string why =
+        emulate(k, {static_cast<void*>(x.data() + offset * size_of(view.type())), out.data()});
+    ASSERT_EQ(why, "") << k.code;
+
+    // The reference: the same view of x, pooled.
+    program p;
+    module& m = p.main();
+    auto param = m.add_parameter("x", x_shape);
+    instruction_ref in = param;
+    if (view.lens() != x_shape.lens()) {
+        // A channel slice [offset, offset + C) of the last axis (the cases below).
+        const std::int64_t last = std::int64_t(x_shape.rank()) - 1;
+        in = m.add_instruction(
+            op::slice{
+                {last}, {std::int64_t(offset)}, {std::int64_t(offset + view.lens().back())}, {}},
+            {param});
+    }
+    m.add_return({m.add_instruction(pool, {in})});
+    const auto want = ref::evaluate(p, {{"x", x}});
+    ASSERT_EQ(want.size(), 1u);
+    ASSERT_EQ(want[0].get_shape().bytes(), out.size());
+    EXPECT_EQ(std::memcmp(want[0].data(), out.data(), out.size()), 0);
+}
+
+op::pooling channels_last_pool(op::pooling_mode mode, bool count_include_pad) {
+    op::pooling p;
+    p.mode = mode;
+    p.lengths = {3, 3};
+    p.stride = {2, 2};
+    p.padding = {1, 1, 1, 1};
+    p.count_include_pad = count_include_pad;
+    p.channels_last = true;
+    return p;
+}
+
+TEST(CudaKernelEmulation, ChannelsLastPoolingMatchesTheReference) {
+    using enum op::pooling_mode;
+    // 16 bytes of channels a thread: 8 f16, 4 f32 (and 4 f16 for 20 channels).
+    for (auto mode : {max, average}) {
+        const op::pooling p = channels_last_pool(mode, mode == average);
+        const shape f16{dtype::f16, {2, 9, 9, 64}};
+        expect_pooling_matches_reference(p, f16, f16, 0, "cx_packed<cx_f16, 8>");
+        const shape f32{dtype::f32, {2, 9, 9, 20}};
+        expect_pooling_matches_reference(p, f32, f32, 0, "cx_packed<float, 4>");
+        const shape bf16{dtype::bf16, {1, 7, 9, 20}};
+        expect_pooling_matches_reference(p, bf16, bf16, 0, "cx_packed<cx_bf16, 4>");
+    }
+    // 64 of 72 channels from the 4th (or the 3rd): the offset narrows the vector.
+    const shape wide{dtype::f16, {2, 9, 9, 72}};
+    const shape slice{dtype::f16, {2, 9, 9, 64}, wide.strides()};
+    expect_pooling_matches_reference(channels_last_pool(average, false), wide, slice, 4,
+                                     "cx_packed<cx_f16, 4>");
+    expect_pooling_matches_reference(channels_last_pool(max, false), wide, slice, 3,
+                                     "cx_packed<cx_f16, 1>");
+}
+
+TEST(CudaKernelEmulation, ChannelsFirstPoolingMatchesTheReference) {
+    op::pooling p;
+    p.mode = op::pooling_mode::max;
+    p.lengths = {3, 2};
+    p.stride = {2, 1};
+    p.padding = {1, 0, 1, 1};
+    p.ceil_mode = true;
+    const shape x{dtype::f16, {2, 5, 10, 11}};
+    expect_pooling_matches_reference(p, x, x, 0, "cx_packed<cx_f16, 1>");
+}
+
+} // namespace
+} // namespace conflux::cuda
