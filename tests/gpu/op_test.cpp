@@ -16,6 +16,7 @@
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "cuda/codegen/attention_kernel.hpp"
+#include "elementwise_cases.hpp"
 #include "fused_patterns.hpp"
 
 #include <gtest/gtest.h>
@@ -122,36 +123,24 @@ builder unary(const operation& op, dtype t, dims lens) {
 }
 
 TEST(CudaOps, EveryElementwiseKindPerDtype) {
-    using op::elementwise_kind;
-    for (int k = 0; k <= int(elementwise_kind::convert); ++k) {
-        const auto kind = elementwise_kind(k);
-        op::elementwise e = op::make_elementwise(kind, 0.5f, 1.5f);
-        if (kind == elementwise_kind::convert) e = op::make_convert(dtype::f16);
-        if (kind == elementwise_kind::isinf) e = op::make_elementwise(kind, 1, 1);
-        const std::size_t n = op::arity(kind);
-        std::vector<dtype> types = float_types;
-        if (n == 2 && !op::produces_bool(kind) && kind != elementwise_kind::pow) {
-            types.push_back(dtype::i32);
-            types.push_back(dtype::i64);
-        }
-        if (kind == elementwise_kind::logical_and || kind == elementwise_kind::logical_or ||
-            kind == elementwise_kind::logical_xor || kind == elementwise_kind::logical_not)
-            types = {dtype::boolean};
-        for (dtype t : types) {
-            const std::string label = "elementwise " + e.name() + " " + std::string(to_string(t));
-            check_case(label, [&](module& m) {
-                std::vector<instruction_ref> in;
-                // Input 0 transposed, input 1 broadcast along axis 1: strides are honoured.
-                auto a =
-                    param(m, "a", kind == elementwise_kind::where ? dtype::boolean : t, {5, 3, 7});
-                in.push_back(m.add_instruction(op::transpose{{1, 0, 2}}, {a}));
-                for (std::size_t i = 1; i < n; ++i) {
-                    auto b = param(m, "b" + std::to_string(i), t, {3, 1, 7});
-                    in.push_back(m.add_instruction(op::broadcast{{3, 5, 7}}, {b}));
-                }
-                m.add_return({m.add_instruction(e, in)});
-            });
-        }
+    for (const test::elementwise_case& listed : test::elementwise_cases()) {
+        // Copies, not structured bindings: Clang 14 cannot capture those in the lambda below.
+        const op::elementwise e = listed.op;
+        const dtype t = listed.type;
+        const std::size_t n = op::arity(e.kind);
+        const std::string label = "elementwise " + e.name() + " " + std::string(to_string(t));
+        check_case(label, [&](module& m) {
+            std::vector<instruction_ref> in;
+            // Input 0 transposed, input 1 broadcast along axis 1: strides are honoured.
+            auto a = param(m, "a", e.kind == op::elementwise_kind::where ? dtype::boolean : t,
+                           {5, 3, 7});
+            in.push_back(m.add_instruction(op::transpose{{1, 0, 2}}, {a}));
+            for (std::size_t i = 1; i < n; ++i) {
+                auto b = param(m, "b" + std::to_string(i), t, {3, 1, 7});
+                in.push_back(m.add_instruction(op::broadcast{{3, 5, 7}}, {b}));
+            }
+            m.add_return({m.add_instruction(e, in)});
+        });
     }
 }
 

@@ -1,14 +1,18 @@
-// Generated kernels whose threads are independent (pooling today), compiled as host C++ with
-// kernel_emulation_shim.hpp and run one thread at a time over their launch grid, against the
+// Generated kernels whose threads are independent (pooling, elementwise ops), compiled as host C++
+// with kernel_emulation_shim.hpp and run one thread at a time over their launch grid, against the
 // reference target on the same input: the numbers CI can check without a GPU. Each kernel goes
 // through the host compiler the project was built with (CONFLUX_HOST_CXX) into a shared
 // library that the test loads. The GPU runs the same source through NVRTC; where the two
 // differ (PTX conversions, the intrinsics) the shim follows the reference target's rules.
+#include "conflux/ir/output_comparison.hpp"
 #include "conflux/ir/random_argument.hpp"
+#include "conflux/ops/data_movement.hpp"
+#include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "cuda/codegen/generator.hpp"
+#include "elementwise_cases.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +21,9 @@
 #include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
+#include <sstream>
 #include <unistd.h>
 
 namespace conflux::cuda {
@@ -43,60 +49,105 @@ const fs::path& work_directory() {
     return dir;
 }
 
-// Compiles k for the host and runs its grid; `pointers` are its arguments in order (inputs, then
-// outputs). An empty string when it ran, else why not.
-std::string emulate(const kernel_source& k, const std::vector<void*>& pointers) {
-    const fs::path dir = work_directory();
-    const fs::path source = dir / (k.entry + ".cpp"), library = dir / (k.entry + ".so");
-    std::ofstream(source) << k.code;
-    const std::string command =
-        std::string(CONFLUX_HOST_CXX) + " -std=c++20 -O1 -ffp-contract=off -w -shared -fPIC" +
-        " -include " + CONFLUX_SOURCE_DIR + "/tests/unit/kernel_emulation_shim.hpp -I" +
-        dir.string() + " -I" + CONFLUX_SOURCE_DIR + "/include " + source.string() + " -o " +
-        library.string() + " 2>" + (dir / (k.entry + ".log")).string();
-    if (std::system(command.c_str()) != 0) {
-        std::ifstream log(dir / (k.entry + ".log"));
-        return "host compile failed: " + std::string(std::istreambuf_iterator<char>(log), {});
+// Kernels compiled together for the host into one shared library (one compiler run for many
+// kernels): each kernel's text after its #include lines goes into a namespace of its own, so
+// their cx_index typedefs do not meet; the headers are included once.
+class emulated_kernels {
+public:
+    explicit emulated_kernels(const std::vector<kernel_source>& kernels) {
+        static int serial = 0;
+        const fs::path dir = work_directory();
+        const std::string name = "batch_" + std::to_string(serial++);
+        const fs::path source = dir / (name + ".cpp"), library = dir / (name + ".so");
+        std::ofstream out(source);
+        out << "#include \"conflux/types.cuh\"\n#include \"conflux/reduce.cuh\"\n"
+            << "#include \"conflux/math.cuh\"\n";
+        for (std::size_t i = 0; i < kernels.size(); ++i) {
+            out << "namespace cx_kernel_" << i << " {\n";
+            std::istringstream lines(kernels[i].code);
+            for (std::string line; std::getline(lines, line);)
+                if (!line.starts_with("#include")) out << line << "\n";
+            out << "}\n";
+        }
+        out.close();
+        const fs::path log = dir / (name + ".log");
+        const std::string command =
+            std::string(CONFLUX_HOST_CXX) + " -std=c++20 -O1 -ffp-contract=off -w -shared -fPIC" +
+            " -include " + CONFLUX_SOURCE_DIR + "/tests/unit/kernel_emulation_shim.hpp -I" +
+            dir.string() + " -I" + CONFLUX_SOURCE_DIR + "/include " + source.string() + " -o " +
+            library.string() + " 2>" + log.string();
+        if (std::system(command.c_str()) != 0) {
+            std::ifstream in(log);
+            error_ = "host compile failed: " + std::string(std::istreambuf_iterator<char>(in), {});
+            return;
+        }
+        handle_ = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle_ == nullptr) error_ = std::string("dlopen: ") + ::dlerror();
     }
-    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) return std::string("dlopen: ") + ::dlerror();
-    using set_thread_fn =
-        void (*)(const unsigned*, const unsigned*, const unsigned*, const unsigned*);
-    auto set_thread = reinterpret_cast<set_thread_fn>(::dlsym(handle, "cx_emulation_set_thread"));
-    void* entry = ::dlsym(handle, k.entry.c_str());
-    if (set_thread == nullptr || entry == nullptr) {
-        ::dlclose(handle);
-        return "missing symbol in " + library.string();
+    ~emulated_kernels() {
+        if (handle_ != nullptr) ::dlclose(handle_);
     }
-    // Every kernel parameter is a pointer.
-    auto call = [&] {
+    emulated_kernels(const emulated_kernels&) = delete;
+    emulated_kernels& operator=(const emulated_kernels&) = delete;
+
+    // Why the library did not build or load; empty when it did.
+    const std::string& error() const { return error_; }
+
+    // Runs k's grid, one thread after another; `pointers` are its arguments in order (inputs,
+    // then outputs). Empty when it ran, else why not.
+    std::string run(const kernel_source& k, const std::vector<void*>& pointers) const {
+        if (handle_ == nullptr) return error_;
+        using set_thread_fn =
+            void (*)(const unsigned*, const unsigned*, const unsigned*, const unsigned*);
+        auto set_thread =
+            reinterpret_cast<set_thread_fn>(::dlsym(handle_, "cx_emulation_set_thread"));
+        void* entry = ::dlsym(handle_, k.entry.c_str());
+        if (set_thread == nullptr || entry == nullptr) return "no symbol " + k.entry;
+        // Every kernel parameter is a pointer.
         const auto& p = pointers;
+        std::function<void()> call;
         switch (p.size()) {
         case 2:
-            reinterpret_cast<void (*)(void*, void*)>(entry)(p[0], p[1]);
+            call = [&] { reinterpret_cast<void (*)(void*, void*)>(entry)(p[0], p[1]); };
             break;
         case 3:
-            reinterpret_cast<void (*)(void*, void*, void*)>(entry)(p[0], p[1], p[2]);
+            call = [&] {
+                reinterpret_cast<void (*)(void*, void*, void*)>(entry)(p[0], p[1], p[2]);
+            };
+            break;
+        case 4:
+            call = [&] {
+                reinterpret_cast<void (*)(void*, void*, void*, void*)>(entry)(p[0], p[1], p[2],
+                                                                              p[3]);
+            };
             break;
         default:
-            ADD_FAILURE() << "no call for " << p.size() << " arguments";
+            return "no call for " + std::to_string(p.size()) + " arguments";
         }
-    };
-    const launch_dims& l = k.launch;
-    const unsigned block_dim[3] = {l.block[0], l.block[1], l.block[2]};
-    const unsigned grid_dim[3] = {l.grid[0], l.grid[1], l.grid[2]};
-    for (unsigned bz = 0; bz < l.grid[2]; ++bz)
-        for (unsigned by = 0; by < l.grid[1]; ++by)
-            for (unsigned bx = 0; bx < l.grid[0]; ++bx)
-                for (unsigned tz = 0; tz < l.block[2]; ++tz)
-                    for (unsigned ty = 0; ty < l.block[1]; ++ty)
-                        for (unsigned tx = 0; tx < l.block[0]; ++tx) {
-                            const unsigned block[3] = {bx, by, bz}, thread[3] = {tx, ty, tz};
-                            set_thread(block, thread, block_dim, grid_dim);
-                            call();
-                        }
-    ::dlclose(handle);
-    return "";
+        const launch_dims& l = k.launch;
+        const unsigned block_dim[3] = {l.block[0], l.block[1], l.block[2]};
+        const unsigned grid_dim[3] = {l.grid[0], l.grid[1], l.grid[2]};
+        for (unsigned bz = 0; bz < l.grid[2]; ++bz)
+            for (unsigned by = 0; by < l.grid[1]; ++by)
+                for (unsigned bx = 0; bx < l.grid[0]; ++bx)
+                    for (unsigned tz = 0; tz < l.block[2]; ++tz)
+                        for (unsigned ty = 0; ty < l.block[1]; ++ty)
+                            for (unsigned tx = 0; tx < l.block[0]; ++tx) {
+                                const unsigned block[3] = {bx, by, bz}, thread[3] = {tx, ty, tz};
+                                set_thread(block, thread, block_dim, grid_dim);
+                                call();
+                            }
+        return "";
+    }
+
+private:
+    void* handle_ = nullptr;
+    std::string error_;
+};
+
+std::string emulate(const kernel_source& k, const std::vector<void*>& pointers) {
+    const emulated_kernels library({k});
+    return library.run(k, pointers);
 }
 
 // The pooling `op` of the view of x (shape `view` starting `offset` elements into x's memory):
@@ -190,6 +241,80 @@ TEST(CudaKernelEmulation, ChannelsFirstPoolingMatchesTheReference) {
     p.ceil_mode = true;
     const shape x{dtype::f16, {2, 5, 10, 11}};
     expect_pooling_matches_reference(p, x, x, 0, "cx_packed<cx_f16, 1>");
+}
+
+// Every elementwise kind in every type it takes, as the GPU op tests run them: input 0 a
+// transposed view, the others broadcast along an axis (strides of 0), so the kernels' index
+// arithmetic is checked with the values. All kernels build into one library.
+TEST(CudaKernelEmulation, EveryElementwiseKindMatchesTheReference) {
+    using op::elementwise_kind;
+    struct case_data {
+        std::string label;
+        operation op;
+        std::vector<argument> params;
+        std::vector<shape> views;
+        shape y;
+        kernel_source kernel;
+        argument want;
+    };
+    std::vector<case_data> cases;
+    std::mt19937_64 rng(5);
+    for (const test::elementwise_case& listed : test::elementwise_cases()) {
+        const op::elementwise e = listed.op;
+        const dtype t = listed.type;
+        const auto kind = e.kind;
+        const std::size_t n = op::arity(kind);
+        case_data c{e.name() + " " + std::string(to_string(t)), e, {}, {}, {}, {}, {}};
+        const operation transpose = op::transpose{{1, 0, 2}};
+        const operation broadcast = op::broadcast{{3, 5, 7}};
+        program p;
+        module& m = p.main();
+        std::vector<instruction_ref> in;
+        const shape a{kind == elementwise_kind::where ? dtype::boolean : t, {5, 3, 7}};
+        c.params.push_back(random_argument(a, rng));
+        in.push_back(m.add_instruction(transpose, {m.add_parameter("p0", a)}));
+        c.views.push_back(transpose.compute_shape({a}));
+        for (std::size_t i = 1; i < n; ++i) {
+            const shape b{t, {3, 1, 7}};
+            c.params.push_back(random_argument(b, rng));
+            in.push_back(
+                m.add_instruction(broadcast, {m.add_parameter("p" + std::to_string(i), b)}));
+            c.views.push_back(broadcast.compute_shape({b}));
+        }
+        const auto result = m.add_instruction(c.op, in);
+        m.add_return({result});
+        c.y = shape{result->get_shape().type(), result->get_shape().lens()};
+        ref::parameter_map params;
+        for (std::size_t i = 0; i < c.params.size(); ++i)
+            params["p" + std::to_string(i)] = c.params[i];
+        c.want = ref::evaluate(p, params).at(0);
+        kernel_request r;
+        r.op = &c.op;
+        r.inputs = c.views;
+        r.outputs = {c.y};
+        r.entry = "cx_elementwise_" + std::to_string(cases.size());
+        c.kernel = generate_kernel(r);
+        cases.push_back(std::move(c));
+    }
+    std::vector<kernel_source> kernels;
+    for (const auto& c : cases)
+        kernels.push_back(c.kernel);
+    const emulated_kernels library(kernels);
+    ASSERT_EQ(library.error(), "");
+    EXPECT_GT(cases.size(), 120u);
+    for (auto& c : cases) {
+        SCOPED_TRACE(c.label);
+        argument got(c.y);
+        std::memset(got.data(), 0x7f, c.y.bytes()); // poisoned
+        std::vector<void*> pointers;
+        for (const auto& a : c.params)
+            pointers.push_back(a.data());
+        pointers.push_back(got.data());
+        ASSERT_EQ(library.run(c.kernel, pointers), "");
+        const output_comparison cmp = compare_outputs(got, c.want);
+        EXPECT_TRUE(cmp.passed) << "rel rms " << cmp.relative_rms << ", max |diff| "
+                                << cmp.max_abs_diff << ", " << cmp.mismatches << " differ";
+    }
 }
 
 } // namespace

@@ -229,9 +229,13 @@ __device__ __forceinline__ float cx_gelu(float x, bool tanh_approx) {
 }
 // 1 / x in one MUFU.RCP, for results rounded to 16 bits next.
 __device__ __forceinline__ float cx_rcp_approx(float x) {
+#ifdef CX_HOST_EMULATION
+    return 1.0f / x; // tests/unit/kernel_emulation_shim.hpp
+#else
     float y;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+#endif
 }
 // GELU for an op whose result is rounded to f16 or bf16 next (11 or 8 significant bits). In a
 // GEMM epilogue erff and tanhf are most of the instructions per element (ViT-B/16's FFN-up at
