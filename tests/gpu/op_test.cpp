@@ -16,6 +16,7 @@
 #include "conflux/ops/views.hpp"
 #include "conflux/ref/evaluate.hpp"
 #include "cuda/codegen/attention_kernel.hpp"
+#include "data_movement_cases.hpp"
 #include "elementwise_cases.hpp"
 #include "fused_patterns.hpp"
 
@@ -240,35 +241,8 @@ TEST(CudaOps, LayoutCopiesAndDataMovement) {
             auto x = param(m, "x", t, {4, 33, 65});
             m.add_return({m.add_instruction(op::transpose{{2, 0, 1}}, {x})});
         });
-        check_case("slice negative step " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {6, 10});
-            m.add_return({m.add_instruction(op::slice{{1}, {8}, {1}, {-2}}, {x})});
-        });
-        check_case("reshape of transposed " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {6, 10});
-            auto tr = m.add_instruction(op::transpose{{1, 0}}, {x});
-            m.add_return({m.add_instruction(op::reshape{{5, 12}}, {tr})});
-        });
-        check_case("concat " + ts, [&](module& m) {
-            auto a = param(m, "a", t, {2, 3, 4});
-            auto b = param(m, "b", t, {2, 5, 4});
-            m.add_return({m.add_instruction(op::concat{1}, {a, b})});
-        });
-        for (auto mode : {op::pad_mode::constant, op::pad_mode::reflect, op::pad_mode::edge})
-            check_case("pad " + std::string(op::pad_mode_name(mode)) + " " + ts, [&](module& m) {
-                auto x = param(m, "x", t, {3, 5});
-                m.add_return({m.add_instruction(op::pad{{1, 2, 2, 1}, 0.5f, mode}, {x})});
-            });
-        check_case("gather " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {5, 6});
-            auto i = param(m, "i", dtype::i64, {2, 3});
-            m.add_return({m.add_instruction(op::gather{1}, {x, i})});
-        });
-        check_case("gather_elements " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {4, 6});
-            auto i = param(m, "i", dtype::i64, {4, 2});
-            m.add_return({m.add_instruction(op::gather_elements{1}, {x, i})});
-        });
+        for (const auto& c : test::data_movement_cases(t))
+            check_case(c.name, c.build);
         // Random indices are 0..3: in range here, with duplicates, so the order of updates
         // matters for every reduction.
         check_case("gather_nd " + ts, [&](module& m) {

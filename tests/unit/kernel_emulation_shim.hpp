@@ -3,7 +3,7 @@
 // variables the test sets before each call, the intrinsics the kernel headers use, and the
 // 16-bit conversions with the reference target's rounding. Only kernels whose threads are
 // independent can run this way (one call per thread, in order); the block-wide and warp-wide
-// operations abort, so a kernel that needs them fails the test instead of computing nonsense.
+// operations throw, so a kernel that needs them fails the test instead of computing nonsense.
 #pragma once
 
 #include "conflux/ir/half.hpp"
@@ -11,6 +11,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
+#include <utility>
 
 #define CX_HOST_EMULATION 1
 #define __device__
@@ -86,14 +88,27 @@ inline double __dmul_rn(double a, double b) {
 inline double __ddiv_rn(double a, double b) {
     return a / b;
 }
+// Thrown by what one thread at a time cannot do; the test reports the kernel as not emulated.
+struct cx_not_emulated : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 [[noreturn]] inline void __syncthreads() {
-    std::abort();
+    throw cx_not_emulated("__syncthreads");
 }
 template <class T> [[noreturn]] T __shfl_sync(unsigned, T, int, int = 32) {
-    std::abort();
+    throw cx_not_emulated("__shfl_sync");
 }
 template <class T> [[noreturn]] T __shfl_xor_sync(unsigned, T, int, int = 32) {
-    std::abort();
+    throw cx_not_emulated("__shfl_xor_sync");
+}
+
+// Calls kernel f with args[i] as its i-th (pointer) parameter.
+template <class... P, std::size_t... I>
+void cx_emulation_apply(void (*f)(P...), void* const* args, std::index_sequence<I...>) {
+    f(static_cast<P>(args[I])...);
+}
+template <class... P> void cx_emulation_call(void (*f)(P...), void* const* args) {
+    cx_emulation_apply(f, args, std::index_sequence_for<P...>{});
 }
 
 inline float cx_host_f16_to_float(unsigned short h) {

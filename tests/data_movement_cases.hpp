@@ -1,0 +1,61 @@
+// Layout copies and data movement as program builders per dtype, shared by the GPU op tests and
+// the host emulation of the generated kernels (tests/unit/cuda_kernel_emulation_test.cpp), so
+// both check the same programs.
+#pragma once
+
+#include "conflux/ir/module.hpp"
+#include "conflux/ops/data_movement.hpp"
+#include "conflux/ops/views.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace conflux::test {
+
+struct program_case {
+    std::string name;
+    std::function<void(module&)> build;
+};
+
+inline std::vector<program_case> data_movement_cases(dtype t) {
+    const std::string ts(to_string(t));
+    auto param = [t](module& m, const std::string& name, dims lens) {
+        return m.add_parameter(name, shape{t, std::move(lens)});
+    };
+    std::vector<program_case> cases;
+    cases.push_back({"slice negative step " + ts, [=](module& m) {
+                         auto x = param(m, "x", {6, 10});
+                         m.add_return({m.add_instruction(op::slice{{1}, {8}, {1}, {-2}}, {x})});
+                     }});
+    cases.push_back({"reshape of transposed " + ts, [=](module& m) {
+                         auto x = param(m, "x", {6, 10});
+                         auto tr = m.add_instruction(op::transpose{{1, 0}}, {x});
+                         m.add_return({m.add_instruction(op::reshape{{5, 12}}, {tr})});
+                     }});
+    cases.push_back({"concat " + ts, [=](module& m) {
+                         auto a = param(m, "a", {2, 3, 4});
+                         auto b = param(m, "b", {2, 5, 4});
+                         m.add_return({m.add_instruction(op::concat{1}, {a, b})});
+                     }});
+    for (auto mode : {op::pad_mode::constant, op::pad_mode::reflect, op::pad_mode::edge})
+        cases.push_back(
+            {"pad " + std::string(op::pad_mode_name(mode)) + " " + ts, [=](module& m) {
+                 auto x = param(m, "x", {3, 5});
+                 m.add_return({m.add_instruction(op::pad{{1, 2, 2, 1}, 0.5f, mode}, {x})});
+             }});
+    // Both tests fill integer inputs with 0..3: indices in range here.
+    cases.push_back({"gather " + ts, [=](module& m) {
+                         auto x = param(m, "x", {5, 6});
+                         auto i = m.add_parameter("i", shape{dtype::i64, {2, 3}});
+                         m.add_return({m.add_instruction(op::gather{1}, {x, i})});
+                     }});
+    cases.push_back({"gather_elements " + ts, [=](module& m) {
+                         auto x = param(m, "x", {4, 6});
+                         auto i = m.add_parameter("i", shape{dtype::i64, {4, 2}});
+                         m.add_return({m.add_instruction(op::gather_elements{1}, {x, i})});
+                     }});
+    return cases;
+}
+
+} // namespace conflux::test
