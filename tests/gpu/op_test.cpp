@@ -19,6 +19,7 @@
 #include "data_movement_cases.hpp"
 #include "elementwise_cases.hpp"
 #include "fused_patterns.hpp"
+#include "normalisation_cases.hpp"
 
 #include <gtest/gtest.h>
 
@@ -428,87 +429,9 @@ TEST(CudaOps, ReductionsSoftmaxArg) {
 }
 
 TEST(CudaOps, Normalisation) {
-    for (dtype t : float_types) {
-        const std::string ts(to_string(t));
-        check_case("layer_norm with bias " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {4, 7, 96});
-            auto s = param(m, "s", t, {96});
-            auto b = param(m, "b", t, {96});
-            m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {x, s, b})});
-        });
-        check_case("layer_norm warp per row " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {4, 70, 768});
-            auto s = param(m, "s", t, {768});
-            auto b = param(m, "b", t, {768});
-            m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {x, s, b})});
-        });
-        // The dense-row kernel (layer_norm.cuh): odd lengths one element at a time, long rows
-        // a block each, no bias, ConvNeXt's channels-last norm, and rows of a slice (strides a
-        // multiple of the vector, the start not aligned: the kernel's one-element path).
-        for (const auto& [label, lens] :
-             std::vector<std::pair<std::string, dims>>{{"odd rows", {3, 50, 77}},
-                                                       {"rows of 4096", {2, 9, 4096}},
-                                                       {"rows of 20000", {3, 20000}},
-                                                       {"channels last", {2, 7, 7, 96}}}) {
-            check_case("layer_norm " + label + " " + ts, [&, lens = lens](module& m) {
-                const std::size_t c = lens.back();
-                auto x = param(m, "x", t, lens);
-                auto s = param(m, "s", t, {c});
-                auto b = param(m, "b", t, {c});
-                m.add_return({m.add_instruction(
-                    op::layer_norm{std::int64_t(lens.size()) - 1, 1e-5f}, {x, s, b})});
-            });
-        }
-        if (t != dtype::f32)
-            check_case("layer_norm f32 scale and bias " + ts, [&](module& m) {
-                auto x = param(m, "x", t, {4, 70, 768});
-                auto s = param(m, "s", dtype::f32, {768});
-                auto b = param(m, "b", dtype::f32, {768});
-                m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {x, s, b})});
-            });
-        check_case("layer_norm no bias " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {5, 33, 384});
-            auto s = param(m, "s", t, {384});
-            m.add_return({m.add_instruction(op::layer_norm{2, 1e-6f}, {x, s})});
-        });
-        // RMS normalisation (not centred): LLaMA's rows of 512 (a warp per row), long rows (a
-        // block), odd rows (the general kernel's path for rows that are not a vector multiple),
-        // and a strided input (the general kernel).
-        for (const auto& [label, lens] :
-             std::vector<std::pair<std::string, dims>>{{"llama", {4, 33, 512}},
-                                                       {"rows of 4096", {2, 5, 4096}},
-                                                       {"odd rows", {3, 17, 77}}}) {
-            check_case("rms_norm " + label + " " + ts, [&, lens = lens](module& m) {
-                auto x = param(m, "x", t, lens);
-                auto s = param(m, "s", t, {lens.back()});
-                m.add_return({m.add_instruction(
-                    op::layer_norm{std::int64_t(lens.size()) - 1, 1e-6f, false}, {x, s})});
-            });
-        }
-        check_case("rms_norm of a transposed input " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {6, 64, 5});
-            auto v = m.add_instruction(op::transpose{{0, 2, 1}}, {x});
-            auto s = param(m, "s", t, {64});
-            m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f, false}, {v, s})});
-        });
-        check_case("layer_norm of a slice " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {4, 70, 776});
-            auto v = m.add_instruction(op::slice{{2}, {1}, {769}, {1}}, {x});
-            auto s = param(m, "s", t, {768});
-            auto b = param(m, "b", t, {768});
-            m.add_return({m.add_instruction(op::layer_norm{2, 1e-5f}, {v, s, b})});
-        });
-        check_case("batch_norm " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {2, 5, 6, 6});
-            std::vector<instruction_ref> in{x};
-            for (const char* n : {"scale", "bias", "mean", "var"})
-                in.push_back(param(m, n, t, {5}));
-            auto abs_var =
-                m.add_instruction(op::make_elementwise(op::elementwise_kind::abs), {in[4]});
-            in[4] = abs_var;
-            m.add_return({m.add_instruction(op::batch_norm{1e-5f}, in)});
-        });
-    }
+    for (dtype t : float_types)
+        for (const auto& c : test::normalisation_cases(t))
+            check_case(c.name, c.build);
 }
 
 TEST(CudaOps, PoolingConvolutionDot) {

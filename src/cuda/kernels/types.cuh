@@ -99,7 +99,27 @@ template <> __device__ __forceinline__ bool cx_cast<bool, long long>(long long v
 
 // N elements moved as one load or store (16 bytes for 8 f16 or 4 f32): the kernels that use it
 // check that the address is a multiple of its size.
+#ifdef CX_HOST_EMULATION
+// The host emulation checks what the GPU requires of a vector access: an address aligned to
+// its size (x86 would load it from anywhere).
+template <class T, int N> struct alignas(sizeof(T) * N) cx_packed {
+    T v[N];
+    cx_packed() = default;
+    cx_packed(const cx_packed& o) {
+        cx_host_check_aligned(&o, sizeof(T) * N);
+        for (int i = 0; i < N; ++i)
+            v[i] = o.v[i];
+    }
+    cx_packed& operator=(const cx_packed& o) {
+        cx_host_check_aligned(this, sizeof(T) * N);
+        for (int i = 0; i < N; ++i)
+            v[i] = o.v[i];
+        return *this;
+    }
+};
+#else
 template <class T, int N> struct alignas(sizeof(T) * N) cx_packed { T v[N]; };
+#endif
 
 template <class S> __device__ __forceinline__ typename cx_compute<S>::type cx_load(const S* p) {
     return static_cast<typename cx_compute<S>::type>(*p);
