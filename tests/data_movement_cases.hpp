@@ -24,6 +24,11 @@ inline std::vector<program_case> data_movement_cases(dtype t) {
         return m.add_parameter(name, shape{t, std::move(lens)});
     };
     std::vector<program_case> cases;
+    // Large enough for the tiled transpose (shared-memory tiles and a block barrier).
+    cases.push_back({"transpose copy " + ts, [=](module& m) {
+                         auto x = param(m, "x", {4, 33, 65});
+                         m.add_return({m.add_instruction(op::transpose{{2, 0, 1}}, {x})});
+                     }});
     cases.push_back({"slice negative step " + ts, [=](module& m) {
                          auto x = param(m, "x", {6, 10});
                          m.add_return({m.add_instruction(op::slice{{1}, {8}, {1}, {-2}}, {x})});

@@ -411,9 +411,8 @@ instruction_ref param(module& m, const std::string& name, dtype t, dims lens) {
     return m.add_parameter(name, shape{t, std::move(lens)});
 }
 
-// The layout copies and data movement of the GPU op tests, and pointwise chains fused through
-// views, as whole programs. (A large transpose copy goes through shared-memory tiles and a
-// block barrier: not emulated; the test would say so.)
+// The layout copies and data movement of the GPU op tests (the tiled transpose among them), and
+// pointwise chains fused through views, as whole programs.
 TEST(CudaKernelEmulation, DataMovementProgramsMatchTheReference) {
     program_emulation programs;
     for (dtype t : {dtype::f32, dtype::f16, dtype::i64}) {
