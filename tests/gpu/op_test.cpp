@@ -20,6 +20,7 @@
 #include "elementwise_cases.hpp"
 #include "fused_patterns.hpp"
 #include "normalisation_cases.hpp"
+#include "reduction_cases.hpp"
 
 #include <gtest/gtest.h>
 
@@ -374,54 +375,8 @@ TEST(CudaOps, GatherIndexOutOfRangeIsAUserError) {
 }
 
 TEST(CudaOps, ReductionsSoftmaxArg) {
-    for (dtype t : float_types) {
-        const std::string ts(to_string(t));
-        for (auto kind :
-             {op::reduce_kind::sum, op::reduce_kind::mean, op::reduce_kind::max,
-              op::reduce_kind::min, op::reduce_kind::prod, op::reduce_kind::l1, op::reduce_kind::l2,
-              op::reduce_kind::log_sum_exp, op::reduce_kind::sum_square})
-            for (const std::vector<std::int64_t>& axes :
-                 {std::vector<std::int64_t>{2}, {0}, {0, 2}, {}})
-                check_case("reduce_" + std::string(op::reduce_kind_name(kind)) + " axes " +
-                               std::to_string(axes.size()) + " " + ts,
-                           unary(op::reduce{kind, axes, axes.size() != 1, false}, t, {4, 6, 300}));
-        for (bool log : {false, true})
-            for (std::int64_t axis : {1, 2})
-                check_case(std::string(log ? "log_softmax" : "softmax") + " axis " +
-                               std::to_string(axis) + " " + ts,
-                           unary(op::softmax{axis, log}, t, {3, 40, 129}));
-        for (bool max : {true, false})
-            check_case(std::string(max ? "argmax " : "argmin ") + ts,
-                       unary(op::arg_reduce{max, 1, true, false}, t, {4, 50, 3}));
-        // Many rows of at most 1024 contiguous elements: a warp per row.
-        check_case("softmax warp per row " + ts, unary(op::softmax{2, false}, t, {4, 96, 200}));
-        check_case("log_softmax warp per row " + ts, unary(op::softmax{1, true}, t, {300, 1000}));
-        check_case("reduce_sum warp per row " + ts,
-                   unary(op::reduce{op::reduce_kind::sum, {1}, false, false}, t, {300, 130}));
-        check_case("argmax warp per row " + ts,
-                   unary(op::arg_reduce{true, 1, false, false}, t, {512, 77}));
-        // Squeeze-and-excitation's pool of channels-last data: split_reduction makes it two
-        // reductions (width, then height), compared with the whole reduction's reference.
-        for (auto kind : {op::reduce_kind::mean, op::reduce_kind::max, op::reduce_kind::sum})
-            check_case(
-                "reduce_" + std::string(op::reduce_kind_name(kind)) + " spatial of channels-last " +
-                    ts,
-                [=](module& m) {
-                    auto x = param(m, "x", t, {8, 56, 56, 24});
-                    auto nchw = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {x});
-                    m.add_return({m.add_instruction(
-                        op::reduce{kind, {2, 3}, kind != op::reduce_kind::sum, false}, {nchw})});
-                });
-    }
-    // One kernel (equal code), two grids: each launch must cover its own rows.
-    check_case("two block-per-row means sharing a kernel", [](module& m) {
-        const op::reduce mean{op::reduce_kind::mean, {1}, true, false};
-        auto a = m.add_instruction(mean, {param(m, "a", dtype::f16, {96, 56})});
-        auto b = m.add_instruction(mean, {param(m, "b", dtype::f16, {144, 56})});
-        m.add_return({a, b});
-    });
-    check_case("reduce_sum i64",
-               unary(op::reduce{op::reduce_kind::sum, {1}, true, false}, dtype::i64, {4, 100}));
+    for (const auto& c : test::reduction_cases())
+        check_case(c.name, c.build);
 }
 
 TEST(CudaOps, Normalisation) {

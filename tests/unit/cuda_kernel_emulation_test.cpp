@@ -20,6 +20,7 @@
 #include "data_movement_cases.hpp"
 #include "elementwise_cases.hpp"
 #include "normalisation_cases.hpp"
+#include "reduction_cases.hpp"
 
 #include <gtest/gtest.h>
 
@@ -439,6 +440,15 @@ TEST(CudaKernelEmulation, NormalisationProgramsMatchTheReference) {
     for (dtype t : {dtype::f32, dtype::f16, dtype::bf16})
         for (const auto& c : test::normalisation_cases(t))
             programs.add(c.name, c.build);
+    programs.expect_each_matches_the_reference();
+}
+
+// The GPU op tests' reductions, softmax and arg reductions (block-per-row reductions through a
+// block barrier, warp-per-row ones through shuffles, the split spatial reduction).
+TEST(CudaKernelEmulation, ReductionProgramsMatchTheReference) {
+    program_emulation programs;
+    for (const auto& c : test::reduction_cases())
+        programs.add(c.name, c.build);
     programs.expect_each_matches_the_reference();
 }
 

@@ -200,6 +200,11 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
                                 source / unsigned(width) == lane / unsigned(width) ? source : lane);
 }
 
+// CUDA's math functions are global; the host's classification ones live in std.
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+
 struct float2 {
     float x, y;
 };
