@@ -19,6 +19,7 @@
 #include "cuda/lower/lower.hpp"
 #include "data_movement_cases.hpp"
 #include "elementwise_cases.hpp"
+#include "fused_patterns.hpp"
 #include "normalisation_cases.hpp"
 #include "reduction_cases.hpp"
 
@@ -320,7 +321,8 @@ TEST(CudaKernelEmulation, EveryElementwiseKindMatchesTheReference) {
 // library (kernel names are hashes of their text, so a name met twice is the same kernel).
 class program_emulation {
 public:
-    void add(const std::string& label, const std::function<void(module&)>& build) {
+    void add(const std::string& label, const std::function<void(module&)>& build,
+             const lowering_options& options = {}) {
         entry e{label, {}, {}, {}};
         program reference, compiled;
         build(reference.main());
@@ -331,8 +333,16 @@ public:
                 random_argument(p->get_shape(), rng);
         e.want = ref::evaluate(reference, e.params);
         run_passes(compiled.main(), target_passes({}, nullptr));
-        e.lowered = lower_program(compiled);
+        e.lowered = lower_program(compiled, options);
         entries_.push_back(std::move(e));
+    }
+
+    // The traces of every program added, for what the lowering decided.
+    std::vector<std::string> traces() const {
+        std::vector<std::string> all;
+        for (const entry& e : entries_)
+            all.insert(all.end(), e.lowered.trace.begin(), e.lowered.trace.end());
+        return all;
     }
 
     void expect_each_matches_the_reference() {
@@ -449,6 +459,29 @@ TEST(CudaKernelEmulation, ReductionProgramsMatchTheReference) {
     program_emulation programs;
     for (const auto& c : test::reduction_cases())
         programs.add(c.name, c.build);
+    programs.expect_each_matches_the_reference();
+}
+
+// Every fused gemm pattern with the anchor on the direct kernel (what runs when the generator has
+// no problem for it): the op splits into gemm | pointwise or gemm | pointwise | layout copy and
+// must still write each output in the layout the graph asked for. The split paths, their
+// pointwise parts and layout copies, checked for numbers in CI.
+TEST(CudaKernelEmulation, FusedPatternsSplitPathsMatchTheReference) {
+    lowering_options direct;
+    direct.use_gemm_generator = false;
+    program_emulation programs;
+    for (const auto& pattern : test::fused_patterns())
+        for (dtype t : {dtype::f32, dtype::f16, dtype::bf16})
+            programs.add(
+                pattern.name + " " + std::string(to_string(t)),
+                [&](module& m) { pattern.build(m, t); }, direct);
+    std::size_t two_way = 0, three_way = 0;
+    for (const std::string& line : programs.traces()) {
+        two_way += line.find("-> 2-way") != std::string::npos;
+        three_way += line.find("-> 3-way") != std::string::npos;
+    }
+    EXPECT_GT(two_way, 0u);
+    EXPECT_GT(three_way, 0u);
     programs.expect_each_matches_the_reference();
 }
 
