@@ -5,6 +5,7 @@
 
 #include "conflux/ir/module.hpp"
 #include "conflux/ops/data_movement.hpp"
+#include "conflux/ops/scatter.hpp"
 #include "conflux/ops/views.hpp"
 
 #include <functional>
@@ -60,6 +61,42 @@ inline std::vector<program_case> data_movement_cases(dtype t) {
                          auto i = m.add_parameter("i", shape{dtype::i64, {4, 2}});
                          m.add_return({m.add_instruction(op::gather_elements{1}, {x, i})});
                      }});
+    // Duplicate indices, so the order of updates matters for every reduction.
+    cases.push_back({"gather_nd " + ts, [=](module& m) {
+                         auto x = param(m, "x", {4, 5, 6});
+                         auto i = m.add_parameter("i", shape{dtype::i64, {3, 2, 2}});
+                         m.add_return({m.add_instruction(op::gather_nd{}, {x, i})});
+                     }});
+    cases.push_back({"gather_nd batch_dims 1 " + ts, [=](module& m) {
+                         auto x = param(m, "x", {3, 4, 5});
+                         auto i = m.add_parameter("i", shape{dtype::i32, {3, 2, 1}});
+                         m.add_return({m.add_instruction(op::gather_nd{1}, {x, i})});
+                     }});
+    for (auto red :
+         {op::scatter_reduction::none, op::scatter_reduction::add, op::scatter_reduction::mul,
+          op::scatter_reduction::max, op::scatter_reduction::min}) {
+        const std::string rs(op::scatter_reduction_name(red));
+        cases.push_back({"scatter_nd " + rs + " of transposed " + ts, [=](module& m) {
+                             auto x = param(m, "x", {6, 5, 4});
+                             auto tr = m.add_instruction(op::transpose{{2, 1, 0}}, {x});
+                             auto i = m.add_parameter("i", shape{dtype::i64, {3, 2, 1}});
+                             auto u = param(m, "u", {3, 2, 5, 6});
+                             m.add_return({m.add_instruction(op::scatter_nd{red}, {tr, i, u})});
+                         }});
+        cases.push_back({"scatter_nd elements " + rs + " " + ts, [=](module& m) {
+                             auto x = param(m, "x", {4, 5});
+                             auto i = m.add_parameter("i", shape{dtype::i32, {7, 2}});
+                             auto u = param(m, "u", {7});
+                             m.add_return({m.add_instruction(op::scatter_nd{red}, {x, i, u})});
+                         }});
+        cases.push_back(
+            {"scatter_elements " + rs + " " + ts, [=](module& m) {
+                 auto x = param(m, "x", {5, 6});
+                 auto i = m.add_parameter("i", shape{dtype::i64, {3, 4}});
+                 auto u = param(m, "u", {3, 4});
+                 m.add_return({m.add_instruction(op::scatter_elements{1, red}, {x, i, u})});
+             }});
+    }
     return cases;
 }
 

@@ -21,6 +21,7 @@
 #include "fused_patterns.hpp"
 #include "normalisation_cases.hpp"
 #include "reduction_cases.hpp"
+#include "resize_cases.hpp"
 
 #include <gtest/gtest.h>
 
@@ -237,85 +238,16 @@ TEST(CudaOps, GeluBothFormsOverTheWholeRange) {
 }
 
 TEST(CudaOps, LayoutCopiesAndDataMovement) {
-    for (dtype t : {dtype::f32, dtype::f16, dtype::i64}) {
-        const std::string ts(to_string(t));
+    for (dtype t : {dtype::f32, dtype::f16, dtype::i64})
         for (const auto& c : test::data_movement_cases(t))
             check_case(c.name, c.build);
-        // Random indices are 0..3: in range here, with duplicates, so the order of updates
-        // matters for every reduction.
-        check_case("gather_nd " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {4, 5, 6});
-            auto i = param(m, "i", dtype::i64, {3, 2, 2});
-            m.add_return({m.add_instruction(op::gather_nd{}, {x, i})});
-        });
-        check_case("gather_nd batch_dims 1 " + ts, [&](module& m) {
-            auto x = param(m, "x", t, {3, 4, 5});
-            auto i = param(m, "i", dtype::i32, {3, 2, 1});
-            m.add_return({m.add_instruction(op::gather_nd{1}, {x, i})});
-        });
-        for (auto red :
-             {op::scatter_reduction::none, op::scatter_reduction::add, op::scatter_reduction::mul,
-              op::scatter_reduction::max, op::scatter_reduction::min}) {
-            const std::string rs(op::scatter_reduction_name(red));
-            check_case("scatter_nd " + rs + " of transposed " + ts, [&](module& m) {
-                auto x = param(m, "x", t, {6, 5, 4});
-                auto tr = m.add_instruction(op::transpose{{2, 1, 0}}, {x});
-                auto i = param(m, "i", dtype::i64, {3, 2, 1});
-                auto u = param(m, "u", t, {3, 2, 5, 6});
-                m.add_return({m.add_instruction(op::scatter_nd{red}, {tr, i, u})});
-            });
-            check_case("scatter_nd elements " + rs + " " + ts, [&](module& m) {
-                auto x = param(m, "x", t, {4, 5});
-                auto i = param(m, "i", dtype::i32, {7, 2});
-                auto u = param(m, "u", t, {7});
-                m.add_return({m.add_instruction(op::scatter_nd{red}, {x, i, u})});
-            });
-            check_case("scatter_elements " + rs + " " + ts, [&](module& m) {
-                auto x = param(m, "x", t, {5, 6});
-                auto i = param(m, "i", dtype::i64, {3, 4});
-                auto u = param(m, "u", t, {3, 4});
-                m.add_return({m.add_instruction(op::scatter_elements{1, red}, {x, i, u})});
-            });
-        }
-    }
 }
 
 // Resize: the kernel's taps are the reference's tables; every mode over a transposed view
 // (NHWC seen as NCHW) and the crop's extrapolation.
 TEST(CudaOps, Resize) {
-    auto make = [](op::resize_mode mode, op::resize_coordinates c, dims out) {
-        op::resize r;
-        r.mode = mode;
-        r.coordinates = c;
-        r.scales = {1, 1, double(out[2]) / 4, double(out[3]) / 6};
-        r.out_lens = std::move(out);
-        return r;
-    };
-    using enum op::resize_mode;
-    for (dtype t : {dtype::f32, dtype::f16, dtype::bf16})
-        for (auto mode : {nearest, linear, cubic}) {
-            const std::string label = "resize " + std::string(op::resize_mode_name(mode)) + " " +
-                                      std::string(to_string(t));
-            check_case(label, [&](module& m) {
-                auto x = param(m, "x", t, {2, 4, 6, 3});
-                auto nchw = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {x});
-                auto r = make(mode, op::resize_coordinates::half_pixel, {2, 3, 7, 4});
-                m.add_return({m.add_instruction(r, {nchw})});
-            });
-            check_case(label + " antialias", [&](module& m) {
-                auto x = param(m, "x", t, {2, 3, 4, 6});
-                auto r = make(mode, op::resize_coordinates::pytorch_half_pixel, {2, 3, 2, 2});
-                r.antialias = true;
-                m.add_return({m.add_instruction(r, {x})});
-            });
-        }
-    check_case("resize crop i32", [&](module& m) {
-        auto x = param(m, "x", dtype::i32, {1, 2, 4, 6});
-        auto r = make(nearest, op::resize_coordinates::tf_crop_and_resize, {1, 2, 5, 5});
-        r.roi = {0, 0, 0.2, -0.3, 1, 1, 1.3, 0.8};
-        r.extrapolation_value = -7;
-        m.add_return({m.add_instruction(r, {x})});
-    });
+    for (const auto& c : test::resize_cases())
+        check_case(c.name, c.build);
 }
 
 // Gather and scatter indices read from an input at run time: one out of range of its axis is a

@@ -22,6 +22,7 @@
 #include "fused_patterns.hpp"
 #include "normalisation_cases.hpp"
 #include "reduction_cases.hpp"
+#include "resize_cases.hpp"
 
 #include <gtest/gtest.h>
 
@@ -422,10 +423,13 @@ instruction_ref param(module& m, const std::string& name, dtype t, dims lens) {
     return m.add_parameter(name, shape{t, std::move(lens)});
 }
 
-// The layout copies and data movement of the GPU op tests (the tiled transpose among them), and
-// pointwise chains fused through views, as whole programs.
+// The layout copies, data movement (gathers and scatters with every reduction) and resizes of
+// the GPU op tests (the tiled transpose among them), and pointwise chains fused through views,
+// as whole programs.
 TEST(CudaKernelEmulation, DataMovementProgramsMatchTheReference) {
     program_emulation programs;
+    for (const auto& c : test::resize_cases())
+        programs.add(c.name, c.build);
     for (dtype t : {dtype::f32, dtype::f16, dtype::i64}) {
         const std::string ts(to_string(t));
         for (const auto& c : test::data_movement_cases(t))
