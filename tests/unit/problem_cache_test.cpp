@@ -7,6 +7,8 @@
 #include "test_files.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <sqlite3.h>
 
 #include <chrono>
@@ -291,7 +293,11 @@ TEST_F(problem_cache_test, concurrent_processes_all_land_their_entries) {
             // Every child opens the store itself (a new file: creating it races too).
             int code = 0;
             try {
-                auto store = problem_cache::open(path_, [&](const std::string&) { code = 3; });
+                // A warning fails the child; it says why on stderr (ctest shows it).
+                auto store = problem_cache::open(path_, [&](const std::string& w) {
+                    code = 3;
+                    std::fprintf(stderr, "child %d: %s\n", p, w.c_str());
+                });
                 if (!store.persistent()) code = 2;
                 for (int i = 0; i < per_process; ++i)
                     store.put(entry(p * per_process + i));

@@ -32,6 +32,7 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <variant>
 
@@ -231,6 +232,23 @@ void prepare(sqlite3* db) {
     exec(db, "PRAGMA application_id = " + std::to_string(application_id));
     exec(db, "PRAGMA user_version = " + std::to_string(schema_version));
     t.commit();
+}
+
+// PRAGMA journal_mode = WAL needs the file to itself for a moment, and SQLite answers BUSY at
+// once, without the busy handler, when another connection is in the middle of opening it (a
+// store created by several processes at once: 3 of 120 runs of the concurrent-processes test
+// under load fell back to memory with "database is locked"). Retried for as long as the busy
+// timeout would have waited.
+void switch_to_wal(sqlite3* db) {
+    for (int waited_ms = 0;; waited_ms += 5) {
+        try {
+            exec(db, "PRAGMA journal_mode = WAL");
+            return;
+        } catch (const sqlite_failure& e) {
+            if ((e.code & 0xff) != SQLITE_BUSY || waited_ms >= busy_timeout_ms) throw;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
 }
 
 // What an SQLite error while opening means for the file.
@@ -512,7 +530,7 @@ problem_cache problem_cache::open(const fs::path& path, const warn_fn& warn) {
                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW);
             prepare(p->c.db);
             // Outside any transaction, as SQLite requires; persistent in the file.
-            exec(p->c.db, "PRAGMA journal_mode = WAL");
+            switch_to_wal(p->c.db);
         } catch (const sqlite_failure& e) {
             problem = classify(e, path);
         } catch (const store_problem& e) {
