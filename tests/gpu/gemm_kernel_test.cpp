@@ -13,6 +13,7 @@
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_info.hpp"
 #include "cuda/runtime/loaded_kernels.hpp"
+#include "cuda/runtime/tensor_maps.hpp"
 
 #include <algorithm>
 #include <array>
@@ -458,8 +459,12 @@ std::vector<unsigned char> run_once(const variant& v, const gemm_problem& p, con
         launch(finish, v.finish.launch, fargs, st.get());
         st.synchronize(tc.name);
     } else {
-        void* args[] = {&a_ptr, &b_ptr, &out_ptr};
-        launch(main, v.main.launch, args, st.get());
+        // A _tma kernel's tensor maps follow its pointers.
+        auto maps = encode_tensor_maps(v.main, {a_ptr, b_ptr, out_ptr});
+        std::vector<void*> args{&a_ptr, &b_ptr, &out_ptr};
+        for (auto& m : maps)
+            args.push_back(&m);
+        launch(main, v.main.launch, args.data(), st.get());
         st.synchronize(tc.name);
     }
     std::vector<unsigned char> host(out_bytes);
@@ -529,8 +534,28 @@ struct totals {
     std::size_t configs = 0, compiled = 0, passed = 0, failed = 0;
 };
 
+// The _tma form of every _ws and _pp config in vs, and of a few more tiles and ring depths
+// (both forms, 32- to 128-byte swizzles), where the problem's operands allow TMA.
+void add_tma_forms(std::vector<variant>& vs, const gemm_problem& p,
+                   const gemm_device_limits& limits) {
+    std::vector<perf_config> forms;
+    for (const auto& v : vs)
+        if (v.config.warp_specialised && !v.config.tma) forms.push_back(v.config);
+    for (const char* text : {"128x128x64_w8x1_s4_k1_wgmma_pp", "64x256x64_w8x1_s4_k1_wgmma_pp",
+                             "128x256x64_w8x1_s4_k1_wgmma_ws", "128x256x64_w8x1_s3_k1_wgmma_ws",
+                             "128x128x32_w8x1_s6_k1_wgmma_ws", "64x128x64_w4x1_s4_k1_wgmma_ws",
+                             "128x64x16_w8x1_s4_k1_wgmma_pp"})
+        forms.push_back(*parse_perf_config(text));
+    for (perf_config c : forms) {
+        c.tma = true;
+        if (valid(c, p, nullptr, limits) &&
+            std::none_of(vs.begin(), vs.end(), [&](const variant& v) { return v.config == c; }))
+            vs.push_back({c, {}, {}, {}, {}, {}});
+    }
+}
+
 void run_case(const test_case& tc, const device_info& dev, const gemm_device_limits& limits,
-              totals& sum, std::mt19937& rng) {
+              totals& sum, std::mt19937& rng, bool tma_only = false) {
     const auto p = make_gemm_problem(tc.op, {tc.a, tc.b}, tc.out, tc.offsets);
     if (!p) {
         std::printf("FAIL %s: no gemm problem\n", tc.name.c_str());
@@ -557,6 +582,9 @@ void run_case(const test_case& tc, const device_info& dev, const gemm_device_lim
         const auto c = parse_perf_config(text);
         if (c && valid(*c, *p, nullptr, limits)) vs.push_back({*c, {}, {}, {}, {}, {}});
     }
+    add_tma_forms(vs, *p, limits);
+    if (tma_only) std::erase_if(vs, [](const variant& v) { return !v.config.tma; });
+    if (tma_only && vs.empty()) return;
     const auto epilogue = default_epilogue(*p, tc.out);
     // An output whose fastest axis is m needs the staged store; a _ws config whose pipeline
     // leaves no room for it cannot write this output, and the compiler splits instead (can_fuse
@@ -648,6 +676,7 @@ void time_large(const device_info& dev, const gemm_device_limits& limits, std::m
     std::vector<variant> vs;
     for (const auto& c : configs)
         vs.push_back({c, {}, {}, {}, {}, {}});
+    add_tma_forms(vs, p, limits);
     const auto epilogue = default_epilogue(p, tc.out);
     compile_all(vs, p, epilogue, dev.arch);
 
@@ -675,10 +704,13 @@ void time_large(const device_info& dev, const gemm_device_limits& limits, std::m
             void* b_ptr = db.view;
             void* out_ptr = out.data();
             void* ws_ptr = ws.data();
-            void* args[] = {&a_ptr, &b_ptr, finish ? &ws_ptr : &out_ptr};
+            auto maps = encode_tensor_maps(v.main, {a_ptr, b_ptr, finish ? ws_ptr : out_ptr});
+            std::vector<void*> args{&a_ptr, &b_ptr, finish ? &ws_ptr : &out_ptr};
+            for (auto& map : maps)
+                args.push_back(&map);
             void* fargs[] = {&ws_ptr, &out_ptr};
             auto once = [&] {
-                launch(main, v.main.launch, args, st.get());
+                launch(main, v.main.launch, args.data(), st.get());
                 if (finish) launch(*finish, v.finish.launch, fargs, st.get());
             };
             for (int i = 0; i < 3; ++i)
@@ -756,13 +788,24 @@ int main(int argc, char** argv) {
     std::mt19937 rng(7);
     totals sum;
     const std::string filter = argc > 2 ? argv[2] : "";
+    // "tma": only the _tma forms of every case (correctness), then the zoo's shapes and 4096^3
+    // with the first candidates and the _tma forms timed.
     if (only != "time" && only != "shapes")
         for (const auto& tc : cases())
-            if (tc.name.find(filter) != std::string::npos) run_case(tc, dev, limits, sum, rng);
+            if (tc.name.find(filter) != std::string::npos)
+                run_case(tc, dev, limits, sum, rng, only == "tma");
     std::printf("gemm configs: %zu, compiled %zu, passed %zu, failed %zu\n", sum.configs,
                 sum.compiled, sum.passed, sum.failed);
     using conflux::dtype;
-    if (only == "shapes") {
+    if (only == "tma") {
+        for (const auto& [m, n, k] : std::vector<std::array<std::size_t, 3>>{{4096, 3072, 768},
+                                                                             {4096, 768, 3072},
+                                                                             {4096, 768, 768},
+                                                                             {6304, 2304, 768},
+                                                                             {4096, 4096, 4096},
+                                                                             {8192, 8192, 8192}})
+            time_large(dev, limits, rng, m, n, k, dtype::f16, 6);
+    } else if (only == "shapes") {
         // The transformer zoo's GEMMs at batch 32 (BERT-base: 4096 rows; ViT-B/16: 6304),
         // every candidate: data for the ranking model.
         for (const auto& [m, n, k] : std::vector<std::array<std::size_t, 3>>{{4096, 3072, 768},

@@ -569,11 +569,13 @@ TEST(CudaFusedGemmMatrix, EveryPatternDtypeAndConfigMatchesTheReference) {
                 ADD_FAILURE() << j.pattern.name << ": " << e.what();
                 continue;
             }
-            // The _wgmma_pp form is not a tuning candidate until timed: every pattern runs it
-            // too (a device without wgmma compiles the heuristic's config instead).
+            // The _wgmma_pp and _tma forms are not tuning candidates until timed: every pattern
+            // runs them too (a device without wgmma, or a convolution or view that TMA cannot
+            // copy for the _tma forms, compiles the heuristic's config instead).
             if (j.type == dtype::f16 || j.type == dtype::bf16)
                 for (const char* pp :
-                     {"128x128x64_w8x1_s4_k1_wgmma_pp", "64x256x64_w8x1_s4_k1_wgmma_pp"})
+                     {"128x128x64_w8x1_s4_k1_wgmma_pp", "64x256x64_w8x1_s4_k1_wgmma_pp",
+                      "128x128x64_w8x1_s4_k1_wgmma_pp_tma", "128x256x64_w8x1_s4_k1_wgmma_ws_tma"})
                     configs.push_back(pp);
             for (const auto& config : configs) {
                 std::string label =

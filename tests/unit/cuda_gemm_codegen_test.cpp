@@ -765,12 +765,14 @@ TEST(CudaGemmConfig, PingPongConfigsParseAndStateTheirConstraints) {
     EXPECT_EQ(plan->frag_m, 2u);
     EXPECT_EQ(plan->grid, 132u);
     EXPECT_EQ(plan->consumer_registers, 208u);
-    // Candidates: the two forms timed on a GPU, every one of them valid.
+    // Candidates: the two forms timed on a GPU, every one of them valid, each behind its TMA
+    // form where TMA can copy the operands (it measured faster on every such shape).
     std::vector<std::string> pp;
     for (const auto& cand : candidate_configs(big))
         if (cand.ping_pong) pp.push_back(to_string(cand));
-    EXPECT_EQ(pp, (std::vector<std::string>{"128x128x64_w8x1_s4_k1_wgmma_pp",
-                                            "64x256x64_w8x1_s4_k1_wgmma_pp"}));
+    EXPECT_EQ(pp, (std::vector<std::string>{
+                      "128x128x64_w8x1_s4_k1_wgmma_pp_tma", "128x128x64_w8x1_s4_k1_wgmma_pp",
+                      "64x256x64_w8x1_s4_k1_wgmma_pp_tma", "64x256x64_w8x1_s4_k1_wgmma_pp"}));
 }
 
 TEST(CudaGemmKernel, PingPongKernelsCompileForSm90a) {
@@ -802,6 +804,101 @@ TEST(CudaGemmKernel, PingPongKernelsCompileForSm90a) {
     EXPECT_CONTAINS(k.code, "cx_pp_wait_turn(cx_wg, cx_q);");
     EXPECT_CONTAINS(k.code, "cx_ws_consume_tile<4, true>");
     EXPECT_CONTAINS(k.code, "cx_it = cx_q * 3;");
+}
+
+TEST(CudaGemmConfig, TmaConfigsParseAndStateTheirConstraints) {
+    const auto c = parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp_tma");
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(c->tma && c->ping_pong && c->warp_specialised);
+    EXPECT_EQ(to_string(*c), "128x128x64_w8x1_s4_k1_wgmma_pp_tma");
+    EXPECT_EQ(to_string(*parse_perf_config("128x256x64_w8x1_s3_k1_wgmma_ws_tma")),
+              "128x256x64_w8x1_s3_k1_wgmma_ws_tma");
+    EXPECT_FALSE(parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_tma").has_value());
+    EXPECT_FALSE(parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_tma_pp").has_value());
+    EXPECT_NE(*c, *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp"));
+
+    const auto big = dot_problem(dtype::f16, 4096, 3072, 768);
+    EXPECT_TRUE(is_valid("128x128x64_w8x1_s4_k1_wgmma_pp_tma", big));
+    EXPECT_TRUE(is_valid("128x256x64_w8x1_s4_k1_wgmma_ws_tma", big));
+    // Reasons: a gathered convolution input, a row stride TMA cannot step (K = 100 f16 rows are
+    // 200 bytes), a view starting 8 bytes into its buffer.
+    auto conv = conv_problem(dtype::f16, conv_op(2, 1, 1, 1), {2, 15, 15, 64}, {128, 3, 3, 64});
+    EXPECT_CONTAINS(why_not("128x128x64_w8x1_s4_k1_wgmma_pp_tma", conv.problem), "im2col");
+    EXPECT_CONTAINS(
+        why_not("128x128x64_w8x1_s4_k1_wgmma_pp_tma", dot_problem(dtype::f16, 256, 256, 100)),
+        "not a positive multiple of 16 bytes");
+    const auto offset = dot_problem(dtype::f16, shape{dtype::f16, {256, 128}},
+                                    shape{dtype::f16, {128, 256}}, {4, 0});
+    EXPECT_CONTAINS(why_not("128x128x64_w8x1_s4_k1_wgmma_pp_tma", offset), "TMA needs 16");
+    // The maps: A k-major (K contiguous, rows of 768), B n-major (N contiguous, K rows),
+    // 128-byte swizzle boxes of 64 elements; B's 128-wide tile is two boxes a stage.
+    const auto k =
+        generate_gemm_kernel(big, *c, default_epilogue(big, shape{dtype::f16, {4096, 3072}}), "k");
+    ASSERT_EQ(k.tensor_maps.size(), 2u);
+    const tensor_map_spec& a = k.tensor_maps[0];
+    const tensor_map_spec& b = k.tensor_maps[1];
+    EXPECT_EQ(a.argument, 0u);
+    EXPECT_EQ(a.rank, 2u);
+    EXPECT_EQ(a.dims[0], 768u);
+    EXPECT_EQ(a.dims[1], 4096u);
+    EXPECT_EQ(a.strides[0], 768u * 2);
+    EXPECT_EQ(a.box[0], 64u);
+    EXPECT_EQ(a.box[1], 128u);
+    EXPECT_EQ(b.argument, 1u);
+    EXPECT_EQ(b.dims[0], 3072u);
+    EXPECT_EQ(b.dims[1], 768u);
+    EXPECT_EQ(b.strides[0], 3072u * 2);
+    EXPECT_EQ(b.box[0], 64u);
+    EXPECT_EQ(b.box[1], 64u);
+    EXPECT_EQ(b.swizzle_bytes, 128u);
+    // Candidates: the TMA forms where valid, ahead of their cp.async twins; none for a
+    // convolution.
+    const auto cs = candidate_configs(big);
+    const auto at = [&](const char* text) {
+        return std::find(cs.begin(), cs.end(), *parse_perf_config(text)) - cs.begin();
+    };
+    EXPECT_LT(at("128x192x64_w8x1_s4_k1_wgmma_ws_tma"), at("128x192x64_w8x1_s4_k1_wgmma_ws"));
+    EXPECT_LT(at("128x256x64_w8x1_s3_k1_wgmma_ws_tma"), std::ptrdiff_t(cs.size()));
+    for (const auto& cand : candidate_configs(conv.problem))
+        EXPECT_FALSE(cand.tma) << to_string(cand);
+    EXPECT_CONTAINS(k.code, "cx_ws_init<4, 1, 4>");
+    EXPECT_CONTAINS(k.code, "cx_ws_produce_tile_tma<4, 32768u>");
+    EXPECT_CONTAINS(k.code, "const __grid_constant__ cx_tensor_map cx_tmap_b");
+    // A batched product whose B broadcasts: A's map has the batch axis, B's does not.
+    const auto batched =
+        dot_problem(dtype::bf16, shape{dtype::bf16, {3, 200, 64}}, shape{dtype::bf16, {64, 96}});
+    const auto kb =
+        generate_gemm_kernel(batched, *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp_tma"),
+                             default_epilogue(batched, shape{dtype::bf16, {3, 200, 96}}), "kb");
+    ASSERT_EQ(kb.tensor_maps.size(), 2u);
+    EXPECT_EQ(kb.tensor_maps[0].rank, 3u);
+    EXPECT_EQ(kb.tensor_maps[0].strides[1], 200u * 64 * 2);
+    EXPECT_TRUE(kb.tensor_maps[0].bfloat16);
+    EXPECT_EQ(kb.tensor_maps[1].rank, 2u);
+}
+
+TEST(CudaGemmKernel, TmaKernelsCompileForSm90a) {
+    // Both majors of both operands, partial tiles and a K tail (the boxes read zeros past the
+    // ends), a batched product, K = 0, both forms, staged and direct stores.
+    const auto rm = dot_problem(dtype::f16, 300, 200, 136);
+    const auto tb = dot_problem(dtype::bf16, 256, 192, 104, true);
+    const auto cm = dot_problem(dtype::f16, shape{dtype::f16, {128, 64}, {1, 128}},
+                                shape{dtype::f16, {64, 96}});
+    for (const char* c :
+         {"128x128x64_w8x1_s4_k1_wgmma_pp_tma", "64x256x64_w8x1_s4_k1_wgmma_pp_tma",
+          "128x256x64_w8x1_s3_k1_wgmma_ws_tma", "128x128x32_w8x1_s4_k1_wgmma_ws_tma"}) {
+        expect_compiles(rm, shape{dtype::f16, {300, 200}}, *parse_perf_config(c));
+        expect_compiles(tb, shape{dtype::bf16, {256, 192}}, *parse_perf_config(c));
+        expect_compiles(cm, shape{dtype::f16, {128, 96}}, *parse_perf_config(c));
+    }
+    expect_compiles(rm, shape{dtype::f16, {300, 200}, {1, 300}},
+                    *parse_perf_config("128x128x64_w8x1_s3_k1_wgmma_pp_tma"));
+    expect_compiles(dot_problem(dtype::f16, 64, 64, 0), shape{dtype::f16, {64, 64}},
+                    *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp_tma"));
+    const auto batched = dot_problem(dtype::f16, shape{dtype::f16, {2, 3, 80, 64}},
+                                     shape{dtype::f16, {2, 3, 64, 48}});
+    expect_compiles(batched, shape{dtype::f16, {2, 3, 80, 48}},
+                    *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_ws_tma"));
 }
 
 TEST(CudaGemmKernel, WgmmaKernelsCompileForSm90a) {

@@ -321,3 +321,68 @@ TEST_F(saved_program_file, a_reference_program_and_a_stored_model_load_as_saved)
     save_program(bare, *with.cuda, "gqa.onnx");
     expect_contains(load_error_with_reference(bare), "saved without the model");
 }
+
+TEST_F(saved_program_file, tma_tensor_maps_are_saved_and_bad_ones_are_user_errors) {
+    // f16 matrix products forced onto a _tma config: its kernels take tensor maps, which the
+    // file keeps (the runtime encodes them from the bound pointers when it runs).
+    cuda::compile_options options;
+    options.arch = "sm_90";
+    options.precision = dtype::f16;
+    options.perf_config = "128x128x64_w8x1_s4_k1_wgmma_pp_tma";
+    options.use_kernel_cache = false;
+    options.use_problem_cache = false;
+    const auto compiled = cuda::compile(
+        onnx::import_model(std::string(CONFLUX_SOURCE_DIR) +
+                           "/tests/models/data/matmul_gelu_heads/model.onnx"),
+        options);
+    const fs::path good = dir_ / "tma.cfx";
+    save_program(good, compiled, "matmul_gelu_heads.onnx");
+    const program_file file = program_file::open(good);
+    const nlohmann::json cuda = file.section("cuda");
+    std::size_t with_maps = cuda["kernels"].size();
+    for (std::size_t i = 0; i < cuda["kernels"].size(); ++i)
+        if (!cuda["kernels"][i]["tensor_maps"].empty()) {
+            with_maps = i;
+            break;
+        }
+    ASSERT_LT(with_maps, cuda["kernels"].size()) << "no kernel with tensor maps";
+    const nlohmann::json maps = cuda["kernels"][with_maps]["tensor_maps"];
+    ASSERT_EQ(maps.size(), 2u);
+    EXPECT_EQ(maps[0]["argument"], 0);
+    EXPECT_EQ(maps[1]["argument"], 1);
+    EXPECT_EQ(maps[0]["box"][0], 64);
+
+    // Loaded and saved again: the same maps.
+    const fs::path again = dir_ / "again.cfx";
+    save_program(again, *load_program(good).cuda, "matmul_gelu_heads.onnx");
+    EXPECT_EQ(program_file::open(again).section("cuda")["kernels"][with_maps]["tensor_maps"],
+              maps);
+
+    const fs::path p = dir_ / "bad.cfx";
+    auto rewrite = [&](const nlohmann::json& section) {
+        blob_list blobs;
+        for (const auto& [data, bytes] : file.blobs())
+            blobs.add(data.get(), bytes);
+        write_program_file(p, file.header(), {{"stats", file.section("stats")}, {"cuda", section}},
+                           blobs);
+        return load_error(p);
+    };
+    auto with = [&](const char* key, std::size_t index, const nlohmann::json& value) {
+        nlohmann::json bad = cuda;
+        nlohmann::json& field = bad["kernels"][with_maps]["tensor_maps"][0][key];
+        if (field.is_array())
+            field[index] = value;
+        else
+            field = value;
+        return bad;
+    };
+    expect_contains(rewrite(with("box", 1, 300)), "boxes 1 to 256");
+    expect_contains(rewrite(with("strides", 0, 100)), "not a multiple of 16");
+    expect_contains(rewrite(with("argument", 0, 99)), "not one of the kernel's pointers");
+    expect_contains(rewrite(with("swizzle_bytes", 0, 48)), "32, 64 or 128 expected");
+    expect_contains(rewrite(with("dims", 0, 0)), "sizes 1 to 2^32");
+    expect_contains(rewrite(with("box", 0, 128)), "do not fit the swizzle");
+    nlohmann::json bad = cuda;
+    bad["kernels"][with_maps]["tensor_maps"][0]["dims"].push_back(4);
+    expect_contains(rewrite(bad), "one box size per axis");
+}

@@ -14,6 +14,9 @@
 //   empty[s] = bars + 8 (STAGES + s): completes once every consumer warp's wgmma has finished
 //              reading stage s. Count: the consumer warps; lane 0 arrives after the warpgroup's
 //              wait.
+// With a _tma config the producer is one thread: full[s] counts that thread's one arrival,
+// which also sets the bytes the stage's TMA copies will bring (expect_tx); the phase completes
+// when both have happened, so nobody fences or waits for copies by hand.
 // The ring's iterations are counted over the block's whole tile walk, the same on both sides:
 // iteration i uses stage i % STAGES for the (i / STAGES)-th time, so its full phase has parity
 // (i / STAGES) & 1 and, from the second round on, the producer first waits for the empty phase
@@ -162,4 +165,75 @@ __device__ __forceinline__ void cx_pp_pass_turn(int group, bool next_exists) {
 
 __device__ __forceinline__ void cx_pp_group_sync(int group) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(4 + group) : "memory");
+}
+
+// --- TMA (_tma configs) ---------------------------------------------------------------------
+
+// A tensor map as the kernel receives it (const __grid_constant__): 128 opaque bytes the host
+// encoded (cuTensorMapEncodeTiled); the copies name it by its generic address.
+struct __align__(64) cx_tensor_map {
+    unsigned long long opaque[16];
+};
+
+// Arrives on `bar` and adds `bytes` to the transactions its current phase waits for.
+__device__ __forceinline__ void cx_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("{\n.reg .b64 cx_state;\n"
+                 "mbarrier.arrive.expect_tx.shared::cta.b64 cx_state, [%0], %1;\n}\n" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+
+// One box of `map` at the coordinates (innermost first) into shared memory at `dst` (swizzled
+// as the map says), completing `bytes` of `bar`'s transactions when it lands. Coordinates past
+// the tensor's end read zeros.
+__device__ __forceinline__ void cx_tma_load(unsigned dst, const cx_tensor_map& map, unsigned bar,
+                                            int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(&map)), "r"(bar), "r"(c0), "r"(c1)
+                 : "memory");
+}
+__device__ __forceinline__ void cx_tma_load(unsigned dst, const cx_tensor_map& map, unsigned bar,
+                                            int c0, int c1, int c2) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(&map)), "r"(bar), "r"(c0), "r"(c1),
+                 "r"(c2)
+                 : "memory");
+}
+__device__ __forceinline__ void cx_tma_load(unsigned dst, const cx_tensor_map& map, unsigned bar,
+                                            int c0, int c1, int c2, int c3) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(&map)), "r"(bar), "r"(c0), "r"(c1),
+                 "r"(c2), "r"(c3)
+                 : "memory");
+}
+__device__ __forceinline__ void cx_tma_load(unsigned dst, const cx_tensor_map& map, unsigned bar,
+                                            int c0, int c1, int c2, int c3, int c4) {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<unsigned long long>(&map)), "r"(bar), "r"(c0), "r"(c1),
+                 "r"(c2), "r"(c3), "r"(c4)
+                 : "memory");
+}
+
+// Fetches the map's 128 bytes ahead of the first copy that reads it.
+__device__ __forceinline__ void cx_tma_prefetch(const cx_tensor_map& map) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map))
+                 : "memory");
+}
+
+// The producer thread's share of one output tile: for each K-tile, once the stage is free, it
+// announces the stage's BYTES and issues its boxes (load(stage, kt, full barrier)).
+template <int STAGES, unsigned BYTES, class Load>
+__device__ __forceinline__ void cx_ws_produce_tile_tma(unsigned bars, int& it, int k_tiles,
+                                                       Load& load) {
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int stage = it % STAGES;
+        if (it >= STAGES) cx_mbar_wait(cx_ws_empty<STAGES>(bars, stage), (it / STAGES - 1) & 1);
+        const unsigned full = cx_ws_full<STAGES>(bars, stage);
+        cx_mbar_arrive_expect_tx(full, BYTES);
+        load(stage, kt, full);
+    }
 }

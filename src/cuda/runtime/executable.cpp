@@ -3,6 +3,7 @@
 #include "conflux/util/errors.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/loaded_kernels.hpp"
+#include "cuda/runtime/tensor_maps.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -197,6 +198,8 @@ struct executable::bindings {
     // Per step, the kernel's parameter values, and pointers to them (what cudaLaunchKernel
     // takes). The inner vectors are never resized after `slots` points into them.
     std::vector<std::vector<void*>> pointers;
+    // Per step, the TMA tensor maps its kernel takes after the pointers (encoded from them).
+    std::vector<std::vector<encoded_tensor_map>> maps;
     std::vector<std::vector<void*>> slots;
 };
 
@@ -231,9 +234,13 @@ executable::bindings executable::bind(const device_pointers& memory) const {
         std::vector<void*>& pointers = b.pointers.emplace_back();
         for (const operand& o : step.args)
             pointers.push_back(address(o));
+        std::vector<encoded_tensor_map>& maps =
+            b.maps.emplace_back(encode_tensor_maps(p.kernels[step.kernel], pointers));
         std::vector<void*>& slots = b.slots.emplace_back();
         for (void*& ptr : pointers)
             slots.push_back(&ptr);
+        for (encoded_tensor_map& map : maps)
+            slots.push_back(&map);
     }
     return b;
 }

@@ -31,6 +31,70 @@ launch_dims launch_from_json(const json& j, const std::string& what) {
     return l;
 }
 
+json tensor_maps_to_json(const std::vector<tensor_map_spec>& maps) {
+    json out = json::array();
+    for (const tensor_map_spec& m : maps) {
+        const std::size_t r = m.rank;
+        out.push_back(
+            {{"argument", m.argument},
+             {"element_bytes", m.element_bytes},
+             {"bfloat16", m.bfloat16},
+             {"dims", std::vector<unsigned long long>(m.dims.begin(), m.dims.begin() + r)},
+             {"strides",
+              std::vector<unsigned long long>(m.strides.begin(), m.strides.begin() + (r - 1))},
+             {"box", std::vector<unsigned>(m.box.begin(), m.box.begin() + r)},
+             {"swizzle_bytes", m.swizzle_bytes}});
+    }
+    return out;
+}
+
+// What cuTensorMapEncodeTiled accepts, checked here so that a damaged file is the user's error
+// and not the driver's.
+std::vector<tensor_map_spec> tensor_maps_from_json(const json& k, const kernel_source& src,
+                                                   const std::string& what) {
+    std::vector<tensor_map_spec> maps;
+    if (!k.contains("tensor_maps")) return maps; // files from before TMA kernels
+    std::size_t i = 0;
+    for (const json& j : json_array(k, "tensor_maps", what)) {
+        const std::string w = what + ".tensor_maps[" + std::to_string(i++) + "]";
+        tensor_map_spec m;
+        m.argument = json_size(j, "argument", w);
+        CONFLUX_USER_CHECK(m.argument < src.inputs + src.outputs, w,
+                           ".argument: not one of the kernel's pointers");
+        CONFLUX_USER_CHECK(json_size(j, "element_bytes", w) == 2, w,
+                           ".element_bytes: only 2-byte elements are mapped");
+        m.bfloat16 = json_bool(j, "bfloat16", w);
+        const dims d = json_sizes(j, "dims", w), st = json_sizes(j, "strides", w),
+                   box = json_sizes(j, "box", w);
+        CONFLUX_USER_CHECK(d.size() >= 1 && d.size() <= 5 && box.size() == d.size() &&
+                               st.size() + 1 == d.size(),
+                           w,
+                           ": rank 1 to 5 with one box size per axis and a stride for each "
+                           "axis after the first expected");
+        m.rank = unsigned(d.size());
+        for (std::size_t a = 0; a < d.size(); ++a) {
+            CONFLUX_USER_CHECK(d[a] >= 1 && d[a] <= (1ull << 32) && box[a] >= 1 && box[a] <= 256, w,
+                               ": axis ", a, " has size ", d[a], " and box ", box[a],
+                               " (sizes 1 to 2^32, boxes 1 to 256)");
+            m.dims[a] = d[a];
+            m.box[a] = unsigned(box[a]);
+        }
+        for (std::size_t a = 0; a < st.size(); ++a) {
+            CONFLUX_USER_CHECK(st[a] % 16 == 0 && st[a] < (1ull << 40), w, ".strides[", a,
+                               "]: ", st[a], " is not a multiple of 16 below 2^40");
+            m.strides[a] = st[a];
+        }
+        m.swizzle_bytes = unsigned(json_size(j, "swizzle_bytes", w));
+        CONFLUX_USER_CHECK(m.swizzle_bytes == 32 || m.swizzle_bytes == 64 || m.swizzle_bytes == 128,
+                           w, ".swizzle_bytes: 32, 64 or 128 expected");
+        CONFLUX_USER_CHECK(m.box[0] * 2 % 16 == 0 && m.box[0] * 2 <= m.swizzle_bytes, w,
+                           ".box[0]: rows of ", m.box[0] * 2,
+                           " bytes do not fit the swizzle or are not a multiple of 16");
+        maps.push_back(m);
+    }
+    return maps;
+}
+
 const char* source_name(memory_source s) {
     switch (s) {
     case memory_source::parameter:
@@ -131,6 +195,7 @@ json lowered_program_to_json(const lowered_program& p, const std::vector<compile
                            {"inputs", k.inputs},
                            {"outputs", k.outputs},
                            {"arch_specific", k.arch_specific},
+                           {"tensor_maps", tensor_maps_to_json(k.tensor_maps)},
                            {"cubin", blobs.add(b.cubin.data(), b.cubin.size())},
                            {"log", b.log}});
     }
@@ -202,6 +267,7 @@ void lowered_program_from_json(const json& j, const blob_table& blobs, lowered_p
         src.inputs = json_size(k, "inputs", w);
         src.outputs = json_size(k, "outputs", w);
         src.arch_specific = json_bool(k, "arch_specific", w);
+        src.tensor_maps = tensor_maps_from_json(k, src, w);
         const auto [cubin, bytes] =
             bytes_from_json(json_field(k, "cubin", w), w + ".cubin", &blobs);
         const auto* first = reinterpret_cast<const char*>(cubin.get());

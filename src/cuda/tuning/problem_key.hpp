@@ -18,8 +18,9 @@ struct gemm_problem;
 // configs are valid: entries of other versions are re-tuned.
 // 7: the wgmma family; 8: its warp-specialised persistent form (_ws); 9: _ws producers
 // announce stages when their copies land (faster _ws); 10: tiled depthwise configs (_r);
-// 11: the loader's copying-thread index only where needed; 12: ping-pong (_pp) candidates
-inline constexpr const char* gemm_generator_version = "gemm-12";
+// 11: the loader's copying-thread index only where needed; 12: ping-pong (_pp) candidates;
+// 13: TMA producers (_tma) candidates
+inline constexpr const char* gemm_generator_version = "gemm-13";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...

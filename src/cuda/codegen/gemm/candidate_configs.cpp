@@ -99,6 +99,23 @@ std::vector<perf_config> wgmma_space() {
         add(s, 64, 4, 1);
         r.back().warp_specialised = r.back().ping_pong = true;
     }
+    // The same forms with a TMA producer (_tma, matrix products whose operands TMA can copy;
+    // valid() drops them elsewhere). Measured on an H100 (2026-12-06g, `gpu_gemm_kernel_test
+    // tma`, f16, ms, best ordinary / best earlier _ws or _pp / _tma): 4096x3072x768 0.046 /
+    // 0.042 / 0.037 (128x128 s4 _pp), 4096x768x3072 0.037 / 0.038 / 0.032 (128x192 s4 _ws),
+    // 6304x2304x768 0.056 / 0.052 / 0.044 (128x128 s4 _pp), 4096^3 0.206 / 0.235 / 0.193
+    // (128x256 s3 _ws; torch.matmul 0.191). 128x256 s4 _ws_tma ran twice as slow as s3 and is
+    // left out.
+    for (const tile_shape& s : {tile_shape{128, 128, 8, 1}, tile_shape{64, 256, 8, 1}}) {
+        add(s, 64, 4, 1);
+        r.back().warp_specialised = r.back().ping_pong = r.back().tma = true;
+    }
+    for (const auto& [s, stages] :
+         {std::pair{tile_shape{128, 256, 8, 1}, 3u}, std::pair{tile_shape{128, 192, 8, 1}, 4u},
+          std::pair{tile_shape{128, 192, 8, 1}, 3u}}) {
+        add(s, 64, stages, 1);
+        r.back().warp_specialised = r.back().tma = true;
+    }
     return r;
 }
 
@@ -188,7 +205,11 @@ double estimated_time(const gemm::kernel_plan& k, const gemm_problem& p,
     // tile. Its producers announce a stage only after waiting for the ring's next free one, so
     // the consumers wait on that hand-off: ranked behind the ordinary tiles until that changes,
     // so quick tuning rarely times them and exhaustive tuning does.
-    if (c.warp_specialised && !c.ping_pong) time *= 1.15;
+    if (c.warp_specialised && !c.ping_pong && !c.tma) time *= 1.15;
+    // _tma: one thread issues whole swizzled tiles, so the producer keeps the ring full and the
+    // consumers keep their registers; 0.84-0.94x the best earlier form's time on the shapes
+    // above.
+    if (c.tma) time *= 0.88;
     // _pp: one warpgroup multiplies at a time, so a long K runs at one warpgroup's issue rate;
     // with few K-tiles per tile the hidden epilogue is worth more. Fitted on the same H100
     // shapes: 128x128 s4 _pp ran 0.8x the ordinary 128x128's time at K = 768 (12 K-tiles) and

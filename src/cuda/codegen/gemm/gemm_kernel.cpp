@@ -8,6 +8,7 @@
 #include "cuda/codegen/device_types.hpp"
 #include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/gemm_codegen.hpp"
+#include "cuda/codegen/gemm/tma_operands.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -136,6 +137,71 @@ std::size_t kernel_shared_bytes(const gemm_problem& p, const perf_config& c, sto
     return c.warp_specialised ? pipeline + staged : std::max(pipeline, staged);
 }
 
+namespace {
+
+// The _tma producer (gemm_ws.cuh's cx_ws_produce_tile_tma): thread 0 alone walks the block's
+// tiles and issues, per K-tile, one box per swizzle block of each operand's stage, at
+// coordinates innermost first (tma_operands.hpp); the rest of the warpgroup has nothing to do.
+template <class TileOf>
+std::string tma_producer(const gemm_problem& p, const perf_config& c, const gemm::kernel_plan& k,
+                         const gemm::tma_operand& a, const gemm::tma_operand& b,
+                         const std::string& blocks, const std::string& k_tiles,
+                         const TileOf& tile_of) {
+    const std::string in = "    ", in2 = "        ", in3 = "            ";
+    auto batch_coords = [&](const gemm::tma_operand& o) {
+        std::string r;
+        for (std::size_t d : o.batch_axes) {
+            std::size_t after = 1;
+            for (std::size_t e = d + 1; e < p.batch_lens.size(); ++e)
+                after *= p.batch_lens[e];
+            r += ", (int)((cx_z / " + std::to_string(after) + ") % " +
+                 std::to_string(p.batch_lens[d]) + ")";
+        }
+        return r;
+    };
+    // The boxes of one operand's stage at cx_slot: box j covers the contiguous axis from
+    // (its tile start) + j * box_inner.
+    auto boxes = [&](const gemm::tma_operand& o, const gemm::tile_plan& t, bool is_a,
+                     const std::string& stage_base) {
+        const std::string row0 = is_a ? "(int)cx_m0" : "(int)cx_n0";
+        const std::string k0 = "cx_kt * " + std::to_string(c.tile_k);
+        const bool k_major = t.major == operand_major::k;
+        std::string r;
+        for (unsigned j = 0; j < o.boxes; ++j) {
+            const std::string shift = j == 0 ? "" : " + " + std::to_string(j * o.box_inner);
+            const std::string inner = (k_major ? k0 : row0) + shift;
+            const std::string outer = k_major ? row0 : k0;
+            r += in3 + "cx_tma_load(" + stage_base + " + " +
+                 std::to_string(std::size_t(j) * t.outer * t.block_bytes) + "u, " +
+                 (is_a ? "cx_tmap_a" : "cx_tmap_b") + ", cx_full, " + inner + ", " + outer +
+                 batch_coords(o) + ");\n";
+        }
+        return r;
+    };
+    const std::size_t stage_bytes =
+        std::size_t(a.box_bytes) * a.boxes + std::size_t(b.box_bytes) * b.boxes;
+    CONFLUX_ASSERT(stage_bytes == k.a.stage_bytes + k.b.stage_bytes, "TMA boxes cover the stage");
+    std::string s;
+    s += in + "if (threadIdx.x == 0) {\n";
+    s += in2 + "cx_tma_prefetch(cx_tmap_a);\n" + in2 + "cx_tma_prefetch(cx_tmap_b);\n";
+    s += in2 + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks + "; cx_tile += gridDim.x) {\n";
+    s += tile_of("cx_tile", in2);
+    s += in2 + "auto cx_load_tiles = [&](int cx_slot, int cx_kt, unsigned cx_full) {\n";
+    s += boxes(a, k.a, true,
+               "cx_smem_base + (unsigned)cx_slot * " + std::to_string(k.a.stage_bytes) + "u");
+    s += boxes(b, k.b, false,
+               "cx_smem_base + " + std::to_string(std::size_t(c.stages) * k.a.stage_bytes) +
+                   "u + (unsigned)cx_slot * " + std::to_string(k.b.stage_bytes) + "u");
+    s += in2 + "};\n";
+    s += in2 + "cx_ws_produce_tile_tma<" + std::to_string(c.stages) + ", " +
+         std::to_string(stage_bytes) + "u>(cx_bars, cx_it, " + k_tiles + ", cx_load_tiles);\n";
+    s += in2 + "}\n";
+    s += in + "}\n";
+    return s;
+}
+
+} // namespace
+
 std::size_t split_k_workspace_bytes(const gemm_problem& p, const perf_config& c) {
     if (c.split_k <= 1) return 0;
     return std::size_t(c.split_k) * p.batch() * p.m * p.n * accumulator_bytes(p.type);
@@ -184,6 +250,16 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         params.push_back(ctx.accumulator + "* __restrict__ cx_workspace");
     else
         params.insert(params.end(), epilogue.parameters.begin(), epilogue.parameters.end());
+    // _tma: the operands' tensor maps after every pointer (kernel_source.hpp).
+    std::optional<gemm::tma_operand> tma_a, tma_b;
+    if (c.tma) {
+        tma_a = gemm::plan_tma_operand(p, plan->a, true, nullptr);
+        tma_b = gemm::plan_tma_operand(p, plan->b, false, nullptr);
+        CONFLUX_ASSERT(tma_a && tma_b, "TMA operands of a valid _tma config");
+        k.tensor_maps = {tma_a->map, tma_b->map};
+        params.push_back("const __grid_constant__ cx_tensor_map cx_tmap_a");
+        params.push_back("const __grid_constant__ cx_tensor_map cx_tmap_b");
+    }
     s += "\n" + text::kernel_signature(entry, params, plan->threads) + " {\n";
     if (p.empty()) {
         k.code += "}\n";
@@ -282,22 +358,28 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         // The warps that read each stage: every consumer, or (_pp) one warpgroup.
         const unsigned stage_readers = pp ? 4 : plan->compute_threads / 32;
         s += in + "const unsigned cx_bars = cx_smem_base + " + std::to_string(ring) + "u;\n";
-        s += in + "cx_ws_init<" + stages + ", " + std::to_string(plan->load_threads) + ", " +
+        // The full barriers count the producer threads' arrivals, or (_tma) the one thread's.
+        s += in + "cx_ws_init<" + stages + ", " +
+             (c.tma ? "1" : std::to_string(plan->load_threads)) + ", " +
              std::to_string(stage_readers) + ">(cx_bars);\n";
         s += in + "int cx_it = 0;\n";
         s += in + "if (threadIdx.x < " + std::to_string(plan->load_threads) + ") {\n";
         if (plan->producer_registers != 0)
             s += in + "cx_ws_release_registers<" + std::to_string(plan->producer_registers) +
                  ">();\n";
-        s += in + "const int cx_tid = threadIdx.x;\n";
-        s += in + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks +
-             "; cx_tile += gridDim.x) {\n";
-        s += tile_of("cx_tile", in) + operands(in) + a.setup + b.setup + load_tiles;
-        const bool async = plan->a.async && plan->b.async;
-        s += in + "cx_ws_produce_tile<" + stages + ", " + (async ? "true" : "false") +
-             ">(cx_bars, cx_it, " + k_tiles + ", cx_load_tiles);\n";
-        s += in + "}\n";
-        s += in + "cx_ws_produce_drain();\n";
+        if (c.tma) {
+            s += tma_producer(p, c, *plan, *tma_a, *tma_b, blocks, k_tiles, tile_of);
+        } else {
+            s += in + "const int cx_tid = threadIdx.x;\n";
+            s += in + "for (int cx_tile = blockIdx.x; cx_tile < " + blocks +
+                 "; cx_tile += gridDim.x) {\n";
+            s += tile_of("cx_tile", in) + operands(in) + a.setup + b.setup + load_tiles;
+            const bool async = plan->a.async && plan->b.async;
+            s += in + "cx_ws_produce_tile<" + stages + ", " + (async ? "true" : "false") +
+                 ">(cx_bars, cx_it, " + k_tiles + ", cx_load_tiles);\n";
+            s += in + "}\n";
+            s += in + "cx_ws_produce_drain();\n";
+        }
         s += in + "} else {\n";
         if (plan->consumer_registers != 0)
             s +=

@@ -1,5 +1,7 @@
 #include "cuda/codegen/gemm/kernel_plan.hpp"
 
+#include "cuda/codegen/gemm/tma_operands.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <iomanip>
@@ -266,6 +268,17 @@ std::optional<kernel_plan> make_kernel_plan(const perf_config& c, const gemm_pro
             fail(why, std::string("a warpgroup's share of the ") +
                           (a_off ? "m-major A" : "n-major B") +
                           " does not start on a swizzle block");
+            return std::nullopt;
+        }
+    }
+    if (c.tma) {
+        if (!c.warp_specialised) {
+            fail(why, "_tma is a form of the _ws and _pp kernels");
+            return std::nullopt;
+        }
+        std::string reason;
+        if (!plan_tma_operand(p, k.a, true, &reason) || !plan_tma_operand(p, k.b, false, &reason)) {
+            fail(why, "no TMA copy: " + reason);
             return std::nullopt;
         }
     }

@@ -59,6 +59,7 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
         c.warp_specialised = true;
     else if (c.wgmma && take(s, "_pp"))
         c.warp_specialised = c.ping_pong = true;
+    if (c.warp_specialised && take(s, "_tma")) c.tma = true;
     if (!s.empty()) return std::nullopt;
     return c;
 }
@@ -76,6 +77,7 @@ std::string to_string(const perf_config& c) {
     if (c.simt) s += "_simt";
     if (c.wgmma) s += "_wgmma";
     if (c.warp_specialised) s += c.ping_pong ? "_pp" : "_ws";
+    if (c.tma) s += "_tma";
     return s;
 }
 

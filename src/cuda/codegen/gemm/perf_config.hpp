@@ -1,7 +1,7 @@
 // A perf config names one variant of the generated GEMM / implicit-GEMM convolution kernel
 // (gemm_kernel.hpp). Its text is what the problem cache stores and what --perf-config takes:
 //
-//   <M>x<N>x<K>_w<A>x<B>_s<S>_k<P>[_v<V>][_simt|_wgmma[_ws]]
+//   <M>x<N>x<K>_w<A>x<B>_s<S>_k<P>[_v<V>][_simt|_wgmma[_ws|_pp][_tma]]
 //
 //   M x N x K   the block's tile: rows of A / the output, columns of B / the output, and the
 //               depth of one pipeline step along the reduction
@@ -22,9 +22,17 @@
 //               multiply and store, the stages handed over through mbarriers, and each block
 //               walks over output tiles so that the next tile's copies overlap this one's
 //               epilogue; split-K 1 only
+//   pp          (after wgmma, instead of ws) the same producer and ring, the two multiplying
+//               warpgroups taking whole tiles in turn so one stores while the other multiplies
+//   tma         (after ws or pp) the producer is one thread issuing Hopper's tensor-memory
+//               accelerator copies (cp.async.bulk.tensor) of both operand tiles, already
+//               swizzled, through tensor maps the runtime encodes from the pointers; each stage
+//               completes by its bytes arriving (mbarrier transaction count). Matrix products
+//               whose operands are plain strided matrices only (valid() says why not)
 //
 // e.g. "128x128x32_w2x2_s3_k1", "64x64x16_w2x2_s2_k1_simt", "128x256x32_w2x4_s3_k2_v8",
-// "128x256x64_w8x1_s4_k1_wgmma", "128x256x64_w8x1_s3_k1_wgmma_ws".
+// "128x256x64_w8x1_s4_k1_wgmma", "128x256x64_w8x1_s3_k1_wgmma_ws",
+// "128x128x64_w8x1_s4_k1_wgmma_pp_tma".
 //
 // A depthwise convolution (one input channel per group) may also run on the depthwise kernel
 // family (depthwise_kernel.hpp), whose configs read
@@ -70,6 +78,7 @@ struct perf_config {
     // _pp (a form of _ws): the two multiplying warpgroups take alternate tiles whole, one
     // multiplying while the other stores (ping-pong), instead of sharing each tile.
     bool ping_pong = false;
+    bool tma = false;           // _tma: the producer copies through TMA tensor maps
     unsigned outputs = 0;       // depthwise: outputs per thread along the innermost spatial axis
     unsigned block_threads = 0; // depthwise: threads per block
     unsigned tile_rows = 0; // depthwise: output rows per block through shared memory (0: direct)
