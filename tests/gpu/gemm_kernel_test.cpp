@@ -285,6 +285,12 @@ std::vector<test_case> cases() {
                           shape{d::f16, {2, 14, 14, 64}}, shape{d::f16, {64, 3, 3, 64}}));
     r.push_back(conv_case("conv f16 1x1 [2,14,14,64]x[128,1,1,64]", conv_op(2, 1, 0, 1),
                           shape{d::f16, {2, 14, 14, 64}}, shape{d::f16, {128, 1, 1, 64}}));
+    // 1x1 with odd pixel counts and channels (TMA copies it as a matrix of pixels), and with
+    // stride 2 (it does not).
+    r.push_back(conv_case("conv bf16 1x1 [3,7,9,96]x[80,1,1,96]", conv_op(2, 1, 0, 1),
+                          shape{d::bf16, {3, 7, 9, 96}}, shape{d::bf16, {80, 1, 1, 96}}));
+    r.push_back(conv_case("conv f16 1x1 stride 2 [2,15,15,64]x[128,1,1,64]", conv_op(2, 2, 0, 1),
+                          shape{d::f16, {2, 15, 15, 64}}, shape{d::f16, {128, 1, 1, 64}}));
     r.push_back(conv_case("conv bf16 7x7 stride 2 pad 3 [1,32,32,3]x[16,7,7,3]",
                           conv_op(2, 2, 3, 1), shape{d::bf16, {1, 32, 32, 3}},
                           shape{d::bf16, {16, 7, 7, 3}}));

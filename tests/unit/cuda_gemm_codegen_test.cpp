@@ -824,6 +824,14 @@ TEST(CudaGemmConfig, TmaConfigsParseAndStateTheirConstraints) {
     // 200 bytes), a view starting 8 bytes into its buffer.
     auto conv = conv_problem(dtype::f16, conv_op(2, 1, 1, 1), {2, 15, 15, 64}, {128, 3, 3, 64});
     EXPECT_CONTAINS(why_not("128x128x64_w8x1_s4_k1_wgmma_pp_tma", conv.problem), "im2col");
+    // A 1x1 convolution with stride 1 is a matrix product of its pixels; with stride 2 it
+    // gathers.
+    auto pointwise =
+        conv_problem(dtype::f16, conv_op(2, 1, 0, 1), {2, 14, 14, 64}, {128, 1, 1, 64});
+    EXPECT_TRUE(is_valid("128x128x64_w8x1_s4_k1_wgmma_pp_tma", pointwise.problem));
+    auto strided = conv_problem(dtype::f16, conv_op(2, 2, 0, 1), {2, 14, 14, 64}, {128, 1, 1, 64});
+    EXPECT_CONTAINS(why_not("128x128x64_w8x1_s4_k1_wgmma_pp_tma", strided.problem),
+                    "strided or padded");
     EXPECT_CONTAINS(
         why_not("128x128x64_w8x1_s4_k1_wgmma_pp_tma", dot_problem(dtype::f16, 256, 256, 100)),
         "not a positive multiple of 16 bytes");
@@ -899,6 +907,16 @@ TEST(CudaGemmKernel, TmaKernelsCompileForSm90a) {
                                      shape{dtype::f16, {2, 3, 64, 48}});
     expect_compiles(batched, shape{dtype::f16, {2, 3, 80, 48}},
                     *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_ws_tma"));
+    auto pointwise = conv_problem(dtype::bf16, conv_op(2, 1, 0, 1), {3, 7, 9, 96}, {80, 1, 1, 96});
+    expect_compiles(pointwise.problem, pointwise.y,
+                    *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp_tma"));
+    const auto k = generate_gemm_kernel(pointwise.problem,
+                                        *parse_perf_config("128x128x64_w8x1_s4_k1_wgmma_pp_tma"),
+                                        default_epilogue(pointwise.problem, pointwise.y), "k");
+    ASSERT_EQ(k.tensor_maps.size(), 2u);
+    EXPECT_EQ(k.tensor_maps[0].dims[0], 96u);        // channels
+    EXPECT_EQ(k.tensor_maps[0].dims[1], 3u * 7 * 9); // pixels
+    EXPECT_EQ(k.tensor_maps[1].dims[1], 80u);        // filters
 }
 
 TEST(CudaGemmKernel, WgmmaKernelsCompileForSm90a) {

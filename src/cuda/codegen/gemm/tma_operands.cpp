@@ -18,16 +18,42 @@ std::optional<tma_operand> plan_tma_operand(const gemm_problem& p, const tile_pl
                                             std::string* why) {
     const gemm_operand& o = is_a ? p.a : p.b;
     const std::string name = is_a ? "A" : "B";
-    if (p.family != gemm_family::dot)
-        return no(why, "TMA copies plain matrices: a convolution's input is gathered (im2col)");
     if (p.type != dtype::f16 && p.type != dtype::bf16)
         return no(why, "TMA configs take f16 or bf16");
-    if (o.k_lens.size() != 1 || o.k_strides.size() != 1)
-        return no(why, name + "'s reduction axis is not one axis");
+    // The reduction axis: a dot's one, or a 1x1 convolution's channels (its taps are len 1).
+    const std::size_t k_axis = o.k_lens.size() - 1;
+    for (std::size_t i = 0; i < k_axis; ++i)
+        if (o.k_lens[i] != 1)
+            return no(why, "TMA copies plain matrices: a convolution with a " +
+                               std::to_string(o.k_lens[i]) +
+                               "-tap kernel axis gathers its input "
+                               "(im2col)");
+    long long row_stride = o.row_stride;
+    if (p.conv && is_a) {
+        // A 1x1 convolution reads its input as an M x C matrix when every output pixel is an
+        // input pixel (stride 1, no padding, one group) and the pixels are evenly spaced.
+        const conv_geometry& g = *p.conv;
+        if (g.groups != 1) return no(why, "TMA copies of a grouped convolution's input");
+        if (g.nd() == 0) return no(why, "a convolution without spatial axes");
+        for (std::size_t d = 0; d < g.nd(); ++d)
+            if (g.stride[d] != 1 || g.pad_begin[d] != 0 ||
+                g.output_spatial[d] != g.input_spatial[d])
+                return no(why, "TMA copies plain matrices: a strided or padded convolution "
+                               "gathers its input (im2col)");
+        row_stride = g.input_spatial_strides.back();
+        long long step = row_stride;
+        for (std::size_t d = g.nd(); d-- > 0;) {
+            if (g.input_spatial[d] > 1 && g.input_spatial_strides[d] != step)
+                return no(why, "the input's pixels are not evenly spaced in memory");
+            step *= (long long)g.input_spatial[d];
+        }
+        if (g.images > 1 && g.image_stride != step)
+            return no(why, "the input's images are not evenly spaced in memory");
+    }
     const long long eb = 2;
     const bool k_major = t.major == operand_major::k;
-    const long long inner_stride = k_major ? o.k_strides[0] : o.row_stride;
-    const long long outer_stride = k_major ? o.row_stride : o.k_strides[0];
+    const long long inner_stride = k_major ? o.k_strides[k_axis] : row_stride;
+    const long long outer_stride = k_major ? row_stride : o.k_strides[k_axis];
     const std::size_t rows = is_a ? p.m : p.n;
     const std::size_t inner_len = k_major ? p.k : rows, outer_len = k_major ? rows : p.k;
     if (inner_stride != 1 && inner_len > 1)

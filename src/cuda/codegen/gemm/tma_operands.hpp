@@ -4,9 +4,11 @@
 //   axis 0  the operand's contiguous axis (k for a k-major tile, m or n for an mn-major one)
 //   axis 1  the tile's other axis (the tile's `outer` rows)
 //   2..     the batch axes the operand does not broadcast (at most three)
-// Only matrix products whose operands are such strided views qualify: TMA needs 16-byte aligned
-// starts and strides, nested strides (each axis's stride covers the one before it), and
-// boxes of at most 256 rows.
+// Only products whose operands are such strided views qualify: matrix products, and 1x1
+// convolutions with stride 1, no padding and one group over evenly spaced pixels (their input
+// is an M x C matrix; every other convolution gathers it, im2col). TMA needs 16-byte aligned
+// starts and strides, nested strides (each axis's stride covers the one before it), and boxes
+// of at most 256 rows.
 #pragma once
 
 #include "cuda/codegen/gemm/gemm_problem.hpp"
