@@ -331,10 +331,10 @@ TEST_F(saved_program_file, tma_tensor_maps_are_saved_and_bad_ones_are_user_error
     options.perf_config = "128x128x64_w8x1_s4_k1_wgmma_pp_tma";
     options.use_kernel_cache = false;
     options.use_problem_cache = false;
-    const auto compiled = cuda::compile(
-        onnx::import_model(std::string(CONFLUX_SOURCE_DIR) +
-                           "/tests/models/data/matmul_gelu_heads/model.onnx"),
-        options);
+    const auto compiled =
+        cuda::compile(onnx::import_model(std::string(CONFLUX_SOURCE_DIR) +
+                                         "/tests/models/data/matmul_gelu_heads/model.onnx"),
+                      options);
     const fs::path good = dir_ / "tma.cfx";
     save_program(good, compiled, "matmul_gelu_heads.onnx");
     const program_file file = program_file::open(good);
@@ -355,8 +355,7 @@ TEST_F(saved_program_file, tma_tensor_maps_are_saved_and_bad_ones_are_user_error
     // Loaded and saved again: the same maps.
     const fs::path again = dir_ / "again.cfx";
     save_program(again, *load_program(good).cuda, "matmul_gelu_heads.onnx");
-    EXPECT_EQ(program_file::open(again).section("cuda")["kernels"][with_maps]["tensor_maps"],
-              maps);
+    EXPECT_EQ(program_file::open(again).section("cuda")["kernels"][with_maps]["tensor_maps"], maps);
 
     const fs::path p = dir_ / "bad.cfx";
     auto rewrite = [&](const nlohmann::json& section) {
