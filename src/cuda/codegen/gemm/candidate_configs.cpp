@@ -10,6 +10,7 @@
 #include "cuda/codegen/gemm/perf_config.hpp"
 
 #include "cuda/codegen/gemm/depthwise_kernel.hpp"
+#include "cuda/codegen/gemm/gemm_kernel.hpp"
 #include "cuda/codegen/gemm/kernel_plan.hpp"
 
 #include <algorithm>
@@ -210,6 +211,13 @@ double estimated_time(const gemm::kernel_plan& k, const gemm_problem& p,
     // consumers keep their registers; 0.84-0.94x the best earlier form's time on the shapes
     // above.
     if (c.tma) time *= 0.88;
+    // A _ws / _pp kernel stages its tile for coalesced stores in shared memory of its own, next
+    // to the ring; where both do not fit, its consumers store straight from their registers. On
+    // an H100 (2026-12-06g) that made 128x256 s4 _ws_tma 2.1x slower than s3 on 4096x3072x768
+    // and 1.24x at 4096^3 (and the cp.async _ws s4 form 1.33x slower there on 12-06).
+    if (c.warp_specialised &&
+        kernel_shared_bytes(p, c, store_walk::n_major) > limits.shared_per_block)
+        time *= 2.0;
     // _pp: one warpgroup multiplies at a time, so a long K runs at one warpgroup's issue rate;
     // with few K-tiles per tile the hidden epilogue is worth more. Fitted on the same H100
     // shapes: 128x128 s4 _pp ran 0.8x the ordinary 128x128's time at K = 768 (12 K-tiles) and
