@@ -20,6 +20,8 @@ std::optional<tma_operand> plan_tma_operand(const gemm_problem& p, const tile_pl
     const std::string name = is_a ? "A" : "B";
     if (p.type != dtype::f16 && p.type != dtype::bf16)
         return no(why, "TMA configs take f16 or bf16");
+    // An empty operand may have no memory at all (a null pointer), which no map can describe.
+    if (p.k == 0 || p.empty()) return no(why, "an empty product has nothing for TMA to copy");
     // The reduction axis: a dot's one, or a 1x1 convolution's channels (its taps are len 1).
     const std::size_t k_axis = o.k_lens.size() - 1;
     for (std::size_t i = 0; i < k_axis; ++i)
