@@ -4,8 +4,8 @@
 # (cuBLAS) on the same sizes in the same call. `gemm_vs_torch.sh shapes`: instead, every
 # candidate on the transformer zoo's GEMM shapes at batch 32, and torch.matmul on each.
 # `gemm_vs_torch.sh tma`: the _tma forms' correctness over the generator's harness cases, then
-# the first candidates and the _tma forms timed on four zoo shapes, 4096^3 and 8192^3, with
-# torch.matmul on each.
+# the first candidates and the _tma forms timed on four zoo shapes, 4096^3 and 8192^3 (and
+# those two in bf16), with torch.matmul on each.
 # Build and pack first with `scripts/gpu_suite.sh pack`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ if [ "${1:-}" = tma ]; then
     for s in 4096x3072x768 4096x768x3072 4096x768x768 6304x2304x768 4096 8192; do
         python3 bench/torch_matmul.py $s f16
     done
+    for s in 4096 8192; do python3 bench/torch_matmul.py $s bf16; done
     exit 0
 fi
 if [ "${1:-}" = shapes ]; then

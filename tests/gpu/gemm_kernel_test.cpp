@@ -794,8 +794,8 @@ int main(int argc, char** argv) {
     std::mt19937 rng(7);
     totals sum;
     const std::string filter = argc > 2 ? argv[2] : "";
-    // "tma": only the _tma forms of every case (correctness), then the zoo's shapes and 4096^3
-    // with the first candidates and the _tma forms timed.
+    // "tma": only the _tma forms of every case (correctness), then the zoo's shapes, 4096^3 and
+    // 8192^3 (f16, then bf16) with the first candidates and the _tma forms timed.
     if (only != "time" && only != "shapes")
         for (const auto& tc : cases())
             if (tc.name.find(filter) != std::string::npos)
@@ -811,6 +811,9 @@ int main(int argc, char** argv) {
                                                                              {4096, 4096, 4096},
                                                                              {8192, 8192, 8192}})
             time_large(dev, limits, rng, m, n, k, dtype::f16, 6);
+        // Issue 17's bar is f16 and bf16 at 4096^3 and 8192^3.
+        time_large(dev, limits, rng, 4096, 4096, 4096, dtype::bf16, 6);
+        time_large(dev, limits, rng, 8192, 8192, 8192, dtype::bf16, 6);
     } else if (only == "shapes") {
         // The transformer zoo's GEMMs at batch 32 (BERT-base: 4096 rows; ViT-B/16: 6304),
         // every candidate: data for the ranking model.
