@@ -381,6 +381,9 @@ TEST_F(saved_program_file, tma_tensor_maps_are_saved_and_bad_ones_are_user_error
     expect_contains(rewrite(with("swizzle_bytes", 0, 48)), "32, 64 or 128 expected");
     expect_contains(rewrite(with("dims", 0, 0)), "sizes 1 to 2^32");
     expect_contains(rewrite(with("box", 0, 128)), "do not fit the swizzle");
+    // A map over more memory than its operand has (rows beyond the matrix): refused on load,
+    // not left to read past an allocation on the GPU.
+    expect_contains(rewrite(with("dims", 1, 1u << 20)), "spans");
     nlohmann::json bad = cuda;
     bad["kernels"][with_maps]["tensor_maps"][0]["dims"].push_back(4);
     expect_contains(rewrite(bad), "one box size per axis");

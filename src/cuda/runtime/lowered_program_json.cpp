@@ -154,6 +154,17 @@ void check_consistent(const lowered_program& p, const std::vector<compiled_kerne
             CONFLUX_USER_CHECK(o.byte_offset <= bytes && o.view.bytes() <= bytes - o.byte_offset, w,
                                ": an operand reaches past its ", source_name(o.source));
         }
+        // A tensor map's box reads stay inside the memory it spans (TMA checks no allocation).
+        for (const tensor_map_spec& m : k.tensor_maps) {
+            const operand& o = step.args.at(m.argument);
+            unsigned long long span = m.dims[0] * m.element_bytes;
+            for (unsigned d = 1; d < m.rank; ++d)
+                span += (m.dims[d] - 1) * m.strides[d - 1];
+            const std::size_t bytes = memory_bytes(o);
+            CONFLUX_USER_CHECK(o.byte_offset <= bytes && span <= bytes - o.byte_offset, w,
+                               ": a tensor map of operand ", m.argument, " spans ", span,
+                               " bytes, past its ", source_name(o.source));
+        }
     }
     for (std::size_t b = 0; b < p.buffers.size(); ++b)
         CONFLUX_USER_CHECK(!p.buffers[b].is_output ||
