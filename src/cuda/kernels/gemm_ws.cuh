@@ -90,26 +90,36 @@ __device__ __forceinline__ void cx_mbar_arrive_on_copies(unsigned bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
-// The producer's share of one output tile: K-tiles 0 .. k_tiles - 1 copied into the ring by
-// load(stage, kt), each stage announced full by the copies themselves landing (ASYNC: every copy
-// is a cp.async). An operand copied through registers (elements too narrow for cp.async) is
-// stored by the thread itself: then it waits for its copies, fences and arrives.
-template <int STAGES, bool ASYNC, class Load>
-__device__ __forceinline__ void cx_ws_produce_tile(unsigned bars, int& it, int k_tiles,
-                                                   Load& load) {
+// The producer's walk over the ring for one output tile: for K-tiles 0 .. k_tiles - 1, once the
+// iteration's stage is free (from the ring's second round on), fill(stage, kt, full barrier)
+// copies the K-tile into it and announces it.
+template <int STAGES, class Fill>
+__device__ __forceinline__ void cx_ws_fill_ring(unsigned bars, int& it, int k_tiles, Fill&& fill) {
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const int stage = it % STAGES;
         if (it >= STAGES) cx_mbar_wait(cx_ws_empty<STAGES>(bars, stage), (it / STAGES - 1) & 1);
+        fill(stage, kt, cx_ws_full<STAGES>(bars, stage));
+    }
+}
+
+// The producer's share of one output tile: K-tiles copied into the ring by load(stage, kt),
+// each stage announced full by the copies themselves landing (ASYNC: every copy is a cp.async).
+// An operand copied through registers (elements too narrow for cp.async) is stored by the
+// thread itself: then it waits for its copies, fences and arrives.
+template <int STAGES, bool ASYNC, class Load>
+__device__ __forceinline__ void cx_ws_produce_tile(unsigned bars, int& it, int k_tiles,
+                                                   Load& load) {
+    cx_ws_fill_ring<STAGES>(bars, it, k_tiles, [&](int stage, int kt, unsigned full) {
         load(stage, kt);
         if constexpr (ASYNC) {
-            cx_mbar_arrive_on_copies(cx_ws_full<STAGES>(bars, stage));
+            cx_mbar_arrive_on_copies(full);
         } else {
             cx_cp_async_commit();
             cx_cp_async_wait<0>();
             cx_fence_proxy_async();
-            cx_mbar_arrive(cx_ws_full<STAGES>(bars, stage));
+            cx_mbar_arrive(full);
         }
-    }
+    });
 }
 
 // After the producer's last tile: its copies land before it exits.
@@ -229,11 +239,8 @@ __device__ __forceinline__ void cx_tma_prefetch(const cx_tensor_map& map) {
 template <int STAGES, unsigned BYTES, class Load>
 __device__ __forceinline__ void cx_ws_produce_tile_tma(unsigned bars, int& it, int k_tiles,
                                                        Load& load) {
-    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-        const int stage = it % STAGES;
-        if (it >= STAGES) cx_mbar_wait(cx_ws_empty<STAGES>(bars, stage), (it / STAGES - 1) & 1);
-        const unsigned full = cx_ws_full<STAGES>(bars, stage);
+    cx_ws_fill_ring<STAGES>(bars, it, k_tiles, [&](int stage, int kt, unsigned full) {
         cx_mbar_arrive_expect_tx(full, BYTES);
         load(stage, kt, full);
-    }
+    });
 }

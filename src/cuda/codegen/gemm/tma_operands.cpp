@@ -28,8 +28,7 @@ std::optional<tma_operand> plan_tma_operand(const gemm_problem& p, const tile_pl
         if (o.k_lens[i] != 1)
             return no(why, "TMA copies plain matrices: a convolution with a " +
                                std::to_string(o.k_lens[i]) +
-                               "-tap kernel axis gathers its input "
-                               "(im2col)");
+                               "-tap kernel axis gathers its input (im2col)");
     long long row_stride = o.row_stride;
     if (p.conv && is_a) {
         // A 1x1 convolution reads its input as an M x C matrix when every output pixel is an
