@@ -181,6 +181,22 @@ TEST(CudaAttentionKernel, ConfigNamesRoundTripAndBadOnesAreUserErrors) {
     EXPECT_NE(big.find("shared memory"), std::string::npos) << big;
 }
 
+// Two warpgroups with 64-key tiles at head dim 128 take 130 registers a thread unbounded: one
+// block per SM where shared memory holds two. They ask ptxas for two (it fits them in 128
+// registers without spilling: nvcc -v); the pipelined loop, which spills there, and configs that
+// shared memory keeps to one block per SM do not ask.
+TEST(CudaAttentionKernel, TwoWarpgroupTilesOfHeadDim128AskForTwoBlocksPerSm) {
+    const auto in = operands(dtype::f16, {2, 8}, 4096, 4096, 128, 128, false);
+    EXPECT_NE(generate(in, false, "w8_m1_n64_wgmma").code.find("__launch_bounds__(256, 2)"),
+              std::string::npos);
+    for (const char* c : {"w8_m1_n64_wgmma_pipe", "w8_m1_n128_wgmma", "w4_m1_n64_wgmma"}) {
+        SCOPED_TRACE(c);
+        const std::string code = generate(in, false, c).code;
+        EXPECT_EQ(code.find("__launch_bounds__(256, "), std::string::npos);
+        EXPECT_EQ(code.find("__launch_bounds__(128, "), std::string::npos);
+    }
+}
+
 // Every config the kernel has, forced, compiles with NVRTC for sm_90 on the shapes it can run
 // (and launches its own block); a config that cannot run a shape leaves the heuristic's in
 // place and says so in the source. The GPU op tests run the same configs against the reference.

@@ -55,6 +55,20 @@ std::size_t shared_bytes_for(const attention_config& c, std::size_t dp, std::siz
     return (rows * (dp + pad) + 2 * keys * (dp + pad) + 2 * keys * (dvp + pad)) * 2;
 }
 
+// The blocks per SM a kernel asks ptxas to leave registers for (__launch_bounds__'s second
+// value; 0: no request). Two warpgroups with 64-key tiles at head dim 128 compile to 130
+// registers a thread (nvcc -v), so one 256-thread block per SM although shared memory holds two
+// (96 KiB each): nothing hides one block's softmax and waits. Capped at 128 they compile
+// without spills, and two blocks share the SM. At head dim 64 the kernel needs 94 registers,
+// so the request changes nothing. The pipelined loop spills at 128 and ptxas then serialises
+// its wgmma: no request for it.
+unsigned min_blocks_for(const attention_config& c, std::size_t shared_bytes) {
+    // Hopper's shared memory per SM, and what the runtime reserves of it per block.
+    constexpr std::size_t sm90_shared_per_sm = 228 * 1024, reserved_per_block = 1024;
+    if (!c.wgmma || c.pipelined || c.warps != 8 || c.key_tile != 64) return 0;
+    return 2 * (shared_bytes + reserved_per_block) <= sm90_shared_per_sm ? 2 : 0;
+}
+
 // The forced config where it can run these head dims, else the heuristic's; `note` says why a
 // forced one was not taken.
 attention_config config_for(const std::string& forced, bool has_wgmma, std::size_t batches,
@@ -142,9 +156,10 @@ kernel_source generate_attention(const kernel_request& r) {
     if (has_bias) s += batch_offset("cx_b_at", r.inputs[3], br);
     const std::string t = storage_type(q.type());
     const std::string tb = has_bias ? storage_type(r.inputs[3].type()) : t;
+    const std::size_t shared = shared_bytes_for(config, round16(d), round16(dv));
     s += "\n" +
          text::kernel_signature(r.entry, text::buffer_parameters(r.inputs, r.outputs),
-                                unsigned(threads)) +
+                                unsigned(threads), min_blocks_for(config, shared)) +
          " {\n";
     // wgmma's swizzle patterns repeat every 1024 bytes and must start on such a boundary.
     s += std::string("    extern __shared__ __align__(") + (config.wgmma ? "1024" : "16") +
@@ -161,7 +176,7 @@ kernel_source generate_attention(const kernel_request& r) {
     k.code = s;
     k.launch.grid = {unsigned(batches), unsigned((sq + br_rows - 1) / br_rows), 1};
     k.launch.block = {unsigned(threads), 1, 1};
-    k.launch.shared_bytes = unsigned(shared_bytes_for(config, round16(d), round16(dv)));
+    k.launch.shared_bytes = unsigned(shared);
     k.arch_specific = config.wgmma;
     return k;
 }

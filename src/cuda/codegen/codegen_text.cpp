@@ -43,9 +43,11 @@ std::string include_prelude(const std::vector<std::string>& headers) {
 }
 
 std::string kernel_signature(const std::string& entry, const std::vector<std::string>& parameters,
-                             unsigned launch_bounds) {
+                             unsigned launch_bounds, unsigned min_blocks) {
     std::string s = "extern \"C\" __global__ void ";
-    if (launch_bounds != 0) s += "__launch_bounds__(" + std::to_string(launch_bounds) + ") ";
+    if (launch_bounds != 0)
+        s += "__launch_bounds__(" + std::to_string(launch_bounds) +
+             (min_blocks != 0 ? ", " + std::to_string(min_blocks) : std::string()) + ") ";
     s += entry + "(";
     for (std::size_t i = 0; i < parameters.size(); ++i)
         s += (i == 0 ? "" : ", ") + parameters[i];

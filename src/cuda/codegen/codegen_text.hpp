@@ -30,9 +30,10 @@ std::string include_prelude(const std::vector<std::string>& headers);
 constexpr const char* suppress_unused_warnings = "#pragma nv_diag_suppress 177\n";
 
 // `extern "C" __global__ void <entry>(<parameters>)`, with `__launch_bounds__(<launch_bounds>) `
-// before the name unless launch_bounds is 0; no brace.
+// (or `__launch_bounds__(<launch_bounds>, <min_blocks>) `) before the name unless launch_bounds
+// is 0; no brace.
 std::string kernel_signature(const std::string& entry, const std::vector<std::string>& parameters,
-                             unsigned launch_bounds = 0);
+                             unsigned launch_bounds = 0, unsigned min_blocks = 0);
 
 // The parameters of the convention of kernel_source.hpp: `const S0* in0, ...` for the inputs,
 // then `S* out0, ...` for the outputs, S the storage type.
