@@ -71,7 +71,7 @@ argument random_input(const shape& s, std::mt19937& rng) {
 
 // Builds the program, runs both targets on the same random inputs, compares every output.
 void check_case(const std::string& label, const builder& build, unsigned seed = 1,
-                const std::string& attention_config = "") {
+                const std::string& attention_config = "", const std::string& perf_config = "") {
     program reference;
     build(reference.main());
     program compiled_source;
@@ -90,6 +90,7 @@ void check_case(const std::string& label, const builder& build, unsigned seed = 
         o.tune = cuda::tune_mode::none;
         o.use_problem_cache = false;
         o.attention_config = attention_config;
+        o.perf_config = perf_config;
         auto compiled = cuda::compile(std::move(compiled_source), o);
         const auto got = compiled.run(params, {.poison = true, .sync_each_step = true});
         ASSERT_EQ(got.size(), want.size()) << label;
@@ -424,6 +425,37 @@ TEST(CudaOps, PoolingConvolutionDot) {
 // that are not multiples of the 64-row / 64-key tiles, Whisper's 1500 positions, kt as the
 // transposed view the exporters give, keys and values broadcast over heads (grouped-query
 // attention), a broadcast mask with zero strides, -inf rows with and without the safe softmax.
+// A fused epilogue reads an extra input a vector at a time where its lanes are consecutive and
+// aligned (fused_epilogue.cpp, load_input_vectors), else a lane at a time: residuals that are
+// slices starting 8 columns in (aligned in f16) and 3 columns in (never aligned), and a bias, on
+// the heuristic's config and on each kernel form (a config that cannot run here falls back to
+// the heuristic's).
+TEST(CudaOps, FusedEpilogueInputsFromSlices) {
+    for (dtype t : float_types)
+        for (const char* config :
+             {"", "64x64x32_w2x2_s3_k1", "128x128x64_w8x1_s4_k1_wgmma",
+              "128x128x64_w8x1_s4_k1_wgmma_pp_tma", "128x192x64_w8x1_s4_k1_wgmma_ws_tma"})
+            check_case(
+                "dot+bias+sliced residuals " + std::string(to_string(t)) + " " + config,
+                [=](module& m) {
+                    auto add = op::make_elementwise(op::elementwise_kind::add);
+                    auto a = param(m, "a", t, {200, 64});
+                    auto w = param(m, "w", t, {64, 32});
+                    auto b = param(m, "b", t, {32});
+                    auto r = param(m, "r", t, {200, 48});
+                    auto d = m.add_instruction(op::dot{}, {a, w});
+                    auto x = m.add_instruction(
+                        add, {d, m.add_instruction(op::broadcast{{200, 32}}, {b})});
+                    x = m.add_instruction(
+                        add, {x, m.add_instruction(op::slice{{1}, {8}, {40}, {}}, {r})});
+                    x = m.add_instruction(
+                        add, {x, m.add_instruction(op::slice{{1}, {3}, {35}, {}}, {r})});
+                    m.add_return(
+                        {m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {x})});
+                },
+                1, "", config);
+}
+
 TEST(CudaOps, AttentionKernel) {
     struct attention_case {
         std::string name;

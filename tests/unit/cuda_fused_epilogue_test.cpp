@@ -155,6 +155,31 @@ TEST(CudaFusedEpilogue, FusedKernelsCompileWithNvrtcForBothWalks) {
     }
 }
 
+// Extra inputs whose eight f16 lanes are consecutive and aligned are read 16 bytes at a time:
+// the bias (through its broadcast) and the residual at offset 0; a residual 3 elements into its
+// buffer is read a lane at a time, and so is every input whose offset is not known. The
+// numbers of both paths are checked on the GPU (CudaOps.FusedEpilogueInputsFromSlices).
+TEST(CudaFusedEpilogue, AlignedExtraInputsAreReadAVectorAtATime) {
+    fixture f(no_tail); // anchor, bias [32], residual [2, 8, 8, 32]
+    auto vector_loads_of = [&](const char* input) {
+        return fused_epilogue(f.problem, f.e)
+                   .code.find(std::string("reinterpret_cast<const uint4*>(") + input + " + ") !=
+               std::string::npos;
+    };
+    f.e.input_offsets = {0, 0, 0};
+    EXPECT_TRUE(vector_loads_of("in1"));
+    EXPECT_TRUE(vector_loads_of("in2"));
+    const kernel_source k = generate_gemm_kernel(f.problem, config("64x32x32_w2x1_s3_k1"),
+                                                 fused_epilogue(f.problem, f.e), "cx_vec_test");
+    EXPECT_NO_THROW(nvrtc_compile(k, "sm_90")) << k.code;
+    f.e.input_offsets = {0, 16, 3};
+    EXPECT_TRUE(vector_loads_of("in1"));
+    EXPECT_FALSE(vector_loads_of("in2"));
+    f.e.input_offsets.clear();
+    EXPECT_FALSE(vector_loads_of("in1"));
+    EXPECT_FALSE(vector_loads_of("in2"));
+}
+
 TEST(CudaFusedEpilogue, AReshapeThatKeepsEightColumnsTogetherStoresVectors) {
     // The NHWC conv's [2, 8, 8, 32] output reshaped: 8 consecutive output channels (from a
     // multiple of 8) stay consecutive when the new innermost length is a multiple of 8.

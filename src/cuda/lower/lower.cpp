@@ -262,9 +262,12 @@ private:
         if (offer) {
             e = epilogue_module{offer->epilogue, offer->anchor_slot, {}, shapes_of(offer->outputs)};
             std::size_t next = 0;
-            for (std::size_t i = 0; i < offer->extra_inputs.size() + 1; ++i)
-                e->inputs.push_back(i == offer->anchor_slot ? outputs[0].view
-                                                            : offer->extra_inputs.at(next++).view);
+            for (std::size_t i = 0; i < offer->extra_inputs.size() + 1; ++i) {
+                const operand& in =
+                    i == offer->anchor_slot ? outputs[0] : offer->extra_inputs.at(next++);
+                e->inputs.push_back(in.view);
+                e->input_offsets.push_back(element_offset(in));
+            }
         }
         const std::vector<module*> no_modules;
         const anchor_choice context{*problem,

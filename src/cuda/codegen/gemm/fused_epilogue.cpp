@@ -13,7 +13,10 @@
 #include "cuda/codegen/index_views.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
+#include <set>
 
 namespace conflux::cuda {
 
@@ -278,6 +281,95 @@ const char* vector_type(std::size_t bytes) {
     return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned";
 }
 
+// Extra inputs read where a pointwise op uses the anchor's value (directly, through views, or
+// through pointwise ops of their own: a bias, a residual) whose `lanes` elements are consecutive
+// and aligned in memory: one vector load for all lanes instead of one load a lane, issued before
+// any arithmetic. Each lane's element is remembered at the position the value builder will ask for,
+// so it reads the vector's. Consecutive: the input's positions for the lanes differ in one axis
+// only, whose text is the lane's n (cx_en + lane) and whose stride is 1. Aligned: cx_en is a
+// multiple of lanes (the walk hands out whole chunks), every other axis of the input that is not
+// length 1 has a stride that is a multiple of lanes, and so is the input's element offset in its
+// buffer (buffers start 16-byte aligned: device_pointer_alignment). An input whose offset is not
+// known is read a lane at a time, as is everything else.
+void load_input_vectors(
+    const module& m, const epilogue_module& e, const forward_paths& f,
+    const std::vector<std::string>& lane_n,
+    const std::function<const index_expr&(unsigned, const std::vector<instruction_ref>&)>&
+        position_of,
+    index::kernel_writer& w) {
+    const std::size_t lanes = lane_n.size();
+    const auto params = m.parameters();
+    std::set<std::pair<std::size_t, std::string>> loaded;
+    auto consider = [&](instruction_ref param, const std::vector<index_expr>& at) {
+        const auto slot = static_cast<std::size_t>(std::find(params.begin(), params.end(), param) -
+                                                   params.begin());
+        if (slot >= params.size() || slot == e.anchor_slot || slot >= e.input_offsets.size() ||
+            e.input_offsets[slot] % lanes != 0)
+            return;
+        const shape& actual = e.inputs[slot];
+        const std::size_t total = lanes * size_of(actual.type());
+        const std::size_t piece = std::min<std::size_t>(total, 16);
+        if ((piece != 4 && piece != 8 && piece != 16) || total % piece != 0) return;
+        std::optional<std::size_t> axis;
+        for (std::size_t j = 0; j < actual.rank(); ++j)
+            if (at[0].axes.size() == actual.rank() && at[0].axes[j] == lane_n[0]) axis = j;
+        if (!axis || actual.strides()[*axis] != 1) return;
+        for (std::size_t j = 0; j < actual.rank(); ++j)
+            if (j != *axis && actual.lens()[j] > 1 && actual.strides()[j] % lanes != 0) return;
+        for (std::size_t l = 1; l < lanes; ++l)
+            for (std::size_t j = 0; j < actual.rank(); ++j)
+                if (at[l].axes.size() != actual.rank() ||
+                    at[l].axes[j] != (j == *axis ? lane_n[l] : at[0].axes[j]))
+                    return;
+        if (!loaded.emplace(slot, at[0].key()).second) return;
+        const std::string S = storage_type(actual.type()), vt = vector_type(piece);
+        const std::size_t pieces = total / piece, per_piece = lanes / pieces;
+        const std::string u = w.fresh("cx_in");
+        w.line("union { " + vt + " u[" + std::to_string(pieces) + "]; " + S + " s[" +
+               std::to_string(lanes) + "]; } " + u + ";");
+        const std::string first = "in" + std::to_string(slot) + " + " + w.offset(at[0], actual);
+        for (std::size_t k = 0; k < pieces; ++k)
+            w.line(u + ".u[" + std::to_string(k) + "] = *reinterpret_cast<const " + vt + "*>(" +
+                   first + (k == 0 ? "" : " + " + std::to_string(k * per_piece)) + ");");
+        for (std::size_t l = 0; l < lanes; ++l) {
+            const std::string v = w.fresh("v");
+            w.line("const " + S + " " + v + " = " + u + ".s[" + std::to_string(l) + "];");
+            w.remember_value(param, at[l].key(), v);
+        }
+    };
+    // From a value used at the anchor's position down to the parameters it reads there.
+    std::function<void(instruction_ref, const std::vector<index_expr>&, int)> trace =
+        [&](instruction_ref x, const std::vector<index_expr>& at, int depth) {
+            if (depth > 8 || f.path.count(x) != 0 || x->is_literal()) return;
+            if (x->is_param()) return consider(x, at);
+            const operation& op = x->get_operator();
+            if (op.get_if<op::elementwise>() != nullptr) {
+                for (instruction_ref in : x->inputs())
+                    trace(in, at, depth + 1);
+                return;
+            }
+            if (x->inputs().empty()) return;
+            const instruction_ref source = x->inputs().front();
+            std::vector<index_expr> from;
+            for (const index_expr& p : at) {
+                auto s = index::view_source(op, source->get_shape().lens(), p, w);
+                if (!s) return;
+                from.push_back(std::move(*s));
+            }
+            trace(source, from, depth + 1);
+        };
+    for (const instruction& ins : m) {
+        auto found = f.path.find(&ins);
+        if (found == f.path.end() || ins.get_operator().get_if<op::elementwise>() == nullptr)
+            continue;
+        std::vector<index_expr> at;
+        for (unsigned lane = 0; lane < lanes; ++lane)
+            at.push_back(position_of(lane, found->second));
+        for (instruction_ref in : ins.inputs())
+            trace(in, at, 0);
+    }
+}
+
 // cx_epilogue (lanes == 1) or cx_epilogue_vec (the `lanes` elements n .. n + lanes - 1 of row m,
 // their accumulators in v[0 .. lanes)): computes every return at the anchor's positions and
 // stores it.
@@ -347,13 +439,14 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
         }
         return found->second;
     };
+    std::vector<std::string> lane_n(lanes);
     for (unsigned lane = 0; lane < lanes; ++lane) {
         std::vector<std::string> lane_axes = axes;
-        const std::string n = w.add("cx_en", static_cast<std::int64_t>(lane));
-        lane_axes[a.n_axis] = lens[a.n_axis] == 1 ? "0" : n;
+        lane_n[lane] = w.add("cx_en", static_cast<std::int64_t>(lane));
+        lane_axes[a.n_axis] = lens[a.n_axis] == 1 ? "0" : lane_n[lane];
         index_expr at = index_expr::from_axes(lens, lane_axes);
         if (!dense.empty()) {
-            at.dense = w.add(dense, n);
+            at.dense = w.add(dense, lane_n[lane]);
             for (auto st : index::row_major_strides(lens))
                 at.dense_strides.push_back(static_cast<std::size_t>(st));
         }
@@ -362,6 +455,9 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
         w.line("const " + S + " " + value + " = cx_narrow<" + S + ">(v" +
                (lanes == 1 ? "" : "[" + std::to_string(lane) + "]") + ");");
         w.remember_value(anchor, at.key(), value);
+    }
+    if (lanes > 1) load_input_vectors(m, e, f, lane_n, position_of, w);
+    for (unsigned lane = 0; lane < lanes; ++lane) {
         for (const instruction& ins : m) {
             auto found = f.path.find(&ins);
             if (found == f.path.end() || !ins.get_operator().traits().layout_only) continue;

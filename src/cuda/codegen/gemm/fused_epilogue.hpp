@@ -38,6 +38,9 @@ struct epilogue_module {
     std::size_t anchor_slot = 0; // its parameter that receives the anchor's output
     std::vector<shape> inputs;   // the shapes bound to mod's parameters, in order
     std::vector<shape> outputs;  // the fused op's outputs as allocated (any strides)
+    // Each input's element offset in its buffer, where known (empty: not known): an input whose
+    // offset keeps its lanes aligned is read a vector at a time.
+    std::vector<std::size_t> input_offsets;
     std::size_t extra_inputs() const { return inputs.size() - 1; }
 };
 
