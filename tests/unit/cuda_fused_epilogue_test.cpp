@@ -162,8 +162,7 @@ TEST(CudaFusedEpilogue, FusedKernelsCompileWithNvrtcForBothWalks) {
 TEST(CudaFusedEpilogue, AlignedExtraInputsAreReadAVectorAtATime) {
     fixture f(no_tail); // anchor, bias [32], residual [2, 8, 8, 32]
     auto vector_loads_of = [&](const char* input) {
-        return fused_epilogue(f.problem, f.e)
-                   .code.find(std::string("reinterpret_cast<const uint4*>(") + input + " + ") !=
+        return fused_epilogue(f.problem, f.e).code.find(std::string("*>(") + input + " + ") !=
                std::string::npos;
     };
     f.e.input_offsets = {0, 0, 0};

@@ -9,12 +9,15 @@
 #include "conflux/cuda/target.hpp"
 #include "conflux/ir/output_comparison.hpp"
 #include "conflux/ir/random_argument.hpp"
+#include "conflux/ops/convolution.hpp"
 #include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/elementwise.hpp"
 #include "conflux/ops/pooling.hpp"
 #include "conflux/ops/views.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/ref/evaluate.hpp"
+#include "cuda/codegen/gemm/fused_epilogue.hpp"
+#include "cuda/codegen/gemm/gemm_problem.hpp"
 #include "cuda/codegen/generator.hpp"
 #include "cuda/lower/lower.hpp"
 #include "data_movement_cases.hpp"
@@ -464,6 +467,97 @@ TEST(CudaKernelEmulation, ReductionProgramsMatchTheReference) {
     for (const auto& c : test::reduction_cases())
         programs.add(c.name, c.build);
     programs.expect_each_matches_the_reference();
+}
+
+// A fused epilogue's functions on the host (fused_epilogue.cpp), over every element of an NHWC
+// convolution's [2, 6, 5, 32] f16 output: relu((anchor + bias) * f16(scale) + residual), the
+// bias f16 and the scale f32 (two 16-byte loads for eight lanes) through broadcasts, the
+// residual 0, 8 or 3 elements into its buffer. cx_epilogue_vec, which reads the inputs a vector
+// at a time where they are aligned (not the residual at 3), must give the bits of cx_epilogue,
+// which reads them element by element, and of the reference target on the module, and make no
+// vector access off its alignment (the shim reports one).
+TEST(CudaKernelEmulation, FusedEpilogueVectorLoadsMatchTheScalarPathAndTheReference) {
+    const dims lens{2, 6, 5, 32};
+    const shape out{dtype::f16, lens};
+    const std::size_t rows = 60, cols = 32, elements = rows * cols;
+    op::convolution conv{{1, 1, 1, 1}, {1, 1}, {1, 1}, 1, true};
+    const auto problem = make_gemm_problem(
+        conv, {shape{dtype::f16, {2, 6, 5, 16}}, {dtype::f16, {32, 3, 3, 16}}}, out);
+    ASSERT_TRUE(problem.has_value());
+    std::mt19937_64 rng(5);
+    // The anchor's values: f16 numbers, so that the accumulators narrow to them exactly.
+    const argument anchor = random_argument(out, rng);
+    const auto anchor_values = to_vector<float>(anchor);
+    const argument bias = random_argument(shape{dtype::f16, {cols}}, rng);
+    const argument scale = random_argument(shape{dtype::f32, {cols}}, rng);
+    const argument residual_values = random_argument(out, rng);
+    for (std::size_t offset : {0u, 8u, 3u}) {
+        SCOPED_TRACE("residual at offset " + std::to_string(offset));
+        program p;
+        module& m = p.main();
+        auto add = op::make_elementwise(op::elementwise_kind::add);
+        auto a = m.add_parameter("anchor", out);
+        auto b = m.add_parameter("bias", bias.get_shape());
+        auto sc = m.add_parameter("scale", scale.get_shape());
+        auto r = m.add_parameter("residual", out);
+        auto x = m.add_instruction(add, {a, m.add_instruction(op::broadcast{lens}, {b})});
+        auto s16 = m.add_instruction(op::make_convert(dtype::f16),
+                                     {m.add_instruction(op::broadcast{lens}, {sc})});
+        x = m.add_instruction(op::make_elementwise(op::elementwise_kind::mul), {x, s16});
+        x = m.add_instruction(add, {x, r});
+        m.add_return({m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {x})});
+        const epilogue_module e{
+            &m, 0, {out, bias.get_shape(), scale.get_shape(), out}, {out}, {0, 0, 0, offset}};
+        const gemm_epilogue g = fused_epilogue(*problem, e);
+        ASSERT_EQ(g.lanes, 8u);
+        EXPECT_NE(g.code.find("*>(in1 + "), std::string::npos) << g.code;
+        EXPECT_NE(g.code.find("cx_packed<float, 4>"), std::string::npos) << g.code;
+        EXPECT_EQ(g.code.find("*>(in3 + ") != std::string::npos, offset % 8 == 0) << g.code;
+
+        // One thread per eight columns (vector) or per column (scalar), a block per row.
+        std::string parameters = "const float* cx_acc", arguments;
+        for (const auto& q : g.parameters)
+            parameters += ", " + q;
+        for (const auto& q : g.arguments)
+            arguments += ", " + q;
+        static int serial = 0;
+        const std::string id = std::to_string(serial++);
+        kernel_source vec, scalar;
+        vec.entry = "cx_epilogue_vec_test" + id;
+        scalar.entry = "cx_epilogue_scalar_test" + id;
+        const std::string functions = "#include \"conflux/types.cuh\"\n" + g.code;
+        vec.code =
+            functions + "extern \"C\" __global__ void " + vec.entry + "(" + parameters +
+            ") {\n    const long long m = blockIdx.x, n = threadIdx.x * 8;\n"
+            "    float v[8];\n    for (int l = 0; l < 8; ++l) v[l] = cx_acc[m * 32 + n + l];\n"
+            "    cx_epilogue_vec(v, 0, m, n" +
+            arguments + ");\n}\n";
+        scalar.code = functions + "extern \"C\" __global__ void " + scalar.entry + "(" +
+                      parameters +
+                      ") {\n    const long long m = blockIdx.x, n = threadIdx.x;\n"
+                      "    cx_epilogue(cx_acc[m * 32 + n], 0, m, n" +
+                      arguments + ");\n}\n";
+        vec.launch.grid = scalar.launch.grid = {unsigned(rows), 1, 1};
+        vec.launch.block = {unsigned(cols / 8), 1, 1};
+        scalar.launch.block = {unsigned(cols), 1, 1};
+
+        std::vector<std::uint16_t> residual(elements + 16, 0x7e00); // NaN around the view
+        std::memcpy(residual.data() + offset, residual_values.data(), elements * 2);
+        std::vector<std::uint16_t> got_vec(elements, 0x7c01), got_scalar(elements, 0x7c01);
+        auto pointers = [&](std::vector<std::uint16_t>& result) {
+            return std::vector<void*>{const_cast<float*>(anchor_values.data()), bias.data(),
+                                      scale.data(), residual.data() + offset, result.data()};
+        };
+        const emulated_kernels library({vec, scalar});
+        ASSERT_EQ(library.run(vec, pointers(got_vec)), "");
+        ASSERT_EQ(library.run(scalar, pointers(got_scalar)), "");
+        EXPECT_EQ(got_vec, got_scalar);
+        const auto want = ref::evaluate(
+            p,
+            {{"anchor", anchor}, {"bias", bias}, {"scale", scale}, {"residual", residual_values}});
+        ASSERT_EQ(want.size(), 1u);
+        EXPECT_EQ(std::memcmp(want[0].data(), got_vec.data(), elements * 2), 0);
+    }
 }
 
 // Every fused gemm pattern with the anchor on the direct kernel (what runs when the generator has

@@ -67,6 +67,25 @@ inline void cx_host_check_aligned(const void* p, std::size_t bytes) {
     }
 }
 
+// CUDA's built-in vector types as the generated kernels use them (a union member written
+// through a cast pointer): a store checks its address as the GPU would.
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+    uint4& operator=(const uint4& o) {
+        cx_host_check_aligned(this, 16);
+        x = o.x, y = o.y, z = o.z, w = o.w;
+        return *this;
+    }
+};
+struct alignas(8) uint2 {
+    unsigned x, y;
+    uint2& operator=(const uint2& o) {
+        cx_host_check_aligned(this, 8);
+        x = o.x, y = o.y;
+        return *this;
+    }
+};
+
 #define threadIdx (cx_emu.current->index)
 #define blockIdx (cx_emu.block)
 #define blockDim (cx_emu.block_dim)

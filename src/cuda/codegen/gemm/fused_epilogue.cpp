@@ -322,18 +322,23 @@ void load_input_vectors(
                     at[l].axes[j] != (j == *axis ? lane_n[l] : at[0].axes[j]))
                     return;
         if (!loaded.emplace(slot, at[0].key()).second) return;
-        const std::string S = storage_type(actual.type()), vt = vector_type(piece);
+        // cx_packed (types.cuh): one aligned load on the GPU; the host emulation checks the
+        // alignment as the GPU would fault on it.
         const std::size_t pieces = total / piece, per_piece = lanes / pieces;
-        const std::string u = w.fresh("cx_in");
-        w.line("union { " + vt + " u[" + std::to_string(pieces) + "]; " + S + " s[" +
-               std::to_string(lanes) + "]; } " + u + ";");
+        const std::string packed =
+            "cx_packed<" + storage_type(actual.type()) + ", " + std::to_string(per_piece) + ">";
         const std::string first = "in" + std::to_string(slot) + " + " + w.offset(at[0], actual);
-        for (std::size_t k = 0; k < pieces; ++k)
-            w.line(u + ".u[" + std::to_string(k) + "] = *reinterpret_cast<const " + vt + "*>(" +
-                   first + (k == 0 ? "" : " + " + std::to_string(k * per_piece)) + ");");
+        std::vector<std::string> vectors;
+        for (std::size_t k = 0; k < pieces; ++k) {
+            vectors.push_back(w.fresh("cx_in"));
+            w.line("const " + packed + " " + vectors.back() + " = *reinterpret_cast<const " +
+                   packed + "*>(" + first + (k == 0 ? "" : " + " + std::to_string(k * per_piece)) +
+                   ");");
+        }
         for (std::size_t l = 0; l < lanes; ++l) {
             const std::string v = w.fresh("v");
-            w.line("const " + S + " " + v + " = " + u + ".s[" + std::to_string(l) + "];");
+            w.line("const " + storage_type(actual.type()) + " " + v + " = " +
+                   vectors[l / per_piece] + ".v[" + std::to_string(l % per_piece) + "];");
             w.remember_value(param, at[l].key(), v);
         }
     };
