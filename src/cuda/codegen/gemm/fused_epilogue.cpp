@@ -310,16 +310,18 @@ void load_input_vectors(
         const std::size_t total = lanes * size_of(actual.type());
         const std::size_t piece = std::min<std::size_t>(total, 16);
         if ((piece != 4 && piece != 8 && piece != 16) || total % piece != 0) return;
-        std::optional<std::size_t> axis;
+        if (at[0].axes.size() != actual.rank() ||
+            std::count(at[0].axes.begin(), at[0].axes.end(), lane_n[0]) != 1)
+            return;
+        const auto axis = static_cast<std::size_t>(
+            std::find(at[0].axes.begin(), at[0].axes.end(), lane_n[0]) - at[0].axes.begin());
+        if (actual.strides()[axis] != 1) return;
         for (std::size_t j = 0; j < actual.rank(); ++j)
-            if (at[0].axes.size() == actual.rank() && at[0].axes[j] == lane_n[0]) axis = j;
-        if (!axis || actual.strides()[*axis] != 1) return;
-        for (std::size_t j = 0; j < actual.rank(); ++j)
-            if (j != *axis && actual.lens()[j] > 1 && actual.strides()[j] % lanes != 0) return;
+            if (j != axis && actual.lens()[j] > 1 && actual.strides()[j] % lanes != 0) return;
         for (std::size_t l = 1; l < lanes; ++l)
             for (std::size_t j = 0; j < actual.rank(); ++j)
                 if (at[l].axes.size() != actual.rank() ||
-                    at[l].axes[j] != (j == *axis ? lane_n[l] : at[0].axes[j]))
+                    at[l].axes[j] != (j == axis ? lane_n[l] : at[0].axes[j]))
                     return;
         if (!loaded.emplace(slot, at[0].key()).second) return;
         // cx_packed (types.cuh): one aligned load on the GPU; the host emulation checks the
