@@ -419,12 +419,6 @@ TEST(CudaOps, PoolingConvolutionDot) {
     });
 }
 
-// Issue 5's matrix on the GPU: every fused pattern family x f32/f16/bf16 x every candidate
-// perf config of its anchor, forced, run against the reference with poisoned outputs.
-// The fused attention kernel (issue 16) against the reference op: head dims, sequence lengths
-// that are not multiples of the 64-row / 64-key tiles, Whisper's 1500 positions, kt as the
-// transposed view the exporters give, keys and values broadcast over heads (grouped-query
-// attention), a broadcast mask with zero strides, -inf rows with and without the safe softmax.
 // A fused epilogue reads an extra input a vector at a time where its lanes are consecutive and
 // aligned (fused_epilogue.cpp, load_input_vectors), else a lane at a time: residuals that are
 // slices starting 8 columns in (aligned in f16) and 3 columns in (never aligned), and a bias, on
@@ -456,6 +450,10 @@ TEST(CudaOps, FusedEpilogueInputsFromSlices) {
                 1, "", config);
 }
 
+// The fused attention kernel (issue 16) against the reference op: head dims, sequence lengths
+// that are not multiples of the 64-row / 64-key tiles, Whisper's 1500 positions, kt as the
+// transposed view the exporters give, keys and values broadcast over heads (grouped-query
+// attention), a broadcast mask with zero strides, -inf rows with and without the safe softmax.
 TEST(CudaOps, AttentionKernel) {
     struct attention_case {
         std::string name;
@@ -561,6 +559,8 @@ TEST(CudaOps, AttentionKernel) {
     }
 }
 
+// Issue 5's matrix on the GPU: every fused pattern family x f32/f16/bf16 x every candidate
+// perf config of its anchor, forced, run against the reference with poisoned outputs.
 TEST(CudaFusedGemmMatrix, EveryPatternDtypeAndConfigMatchesTheReference) {
     struct job {
         test::fused_pattern pattern;
@@ -636,15 +636,15 @@ TEST(CudaFusedGemmMatrix, EveryPatternDtypeAndConfigMatchesTheReference) {
                 std::lock_guard lock(mutex);
                 ++runs;
                 ++decisions[decision];
-                // Progress that survives a call's time limit.
-                if (runs % 200 == 0)
-                    std::printf("fused pattern matrix: %zu runs so far, %zu failures\n", runs,
-                                failures + (ok ? 0 : 1));
                 if (!ok) {
                     ++failures;
                     ADD_FAILURE() << label << ": " << detail;
                     summary().push_back({label, false, detail});
                 }
+                // Progress that survives a call's time limit.
+                if (runs % 200 == 0)
+                    std::printf("fused pattern matrix: %zu runs so far, %zu failures\n", runs,
+                                failures);
             }
         }
     };

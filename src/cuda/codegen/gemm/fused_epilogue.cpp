@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <optional>
 #include <set>
 
 namespace conflux::cuda {
