@@ -13,6 +13,8 @@
 #include <cmath>
 #include <limits>
 
+namespace attention_test {
+
 using namespace conflux;
 using namespace conflux::test;
 using op::elementwise_kind;
@@ -385,3 +387,5 @@ TEST(attention, a_repeat_the_heads_axis_cannot_split_into_stays_a_copy) {
     EXPECT_EQ(count_named(p.main(), "attention"), 1u) << p.to_string();
     EXPECT_EQ(copying_reshapes(p.main()), 1u) << p.to_string();
 }
+
+} // namespace attention_test

@@ -27,6 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace bad_files_test {
+
 using namespace conflux;
 using namespace conflux::test;
 namespace fs = std::filesystem;
@@ -517,3 +519,5 @@ TEST_F(bad_files, a_new_problem_cache_is_0600_in_directories_created_0700) {
     EXPECT_EQ(again.list().size(), 1u);
     EXPECT_TRUE(warnings.empty()) << warnings[0];
 }
+
+} // namespace bad_files_test

@@ -22,6 +22,8 @@
 #include <limits>
 #include <string>
 
+namespace bad_shapes_test {
+
 using namespace conflux;
 using namespace conflux::test;
 using ::onnx::TensorProto;
@@ -346,3 +348,5 @@ TEST(large_graphs, twenty_thousand_outputs_compile_in_bounded_time) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_LT(seconds, 60.0);
 }
+
+} // namespace bad_shapes_test

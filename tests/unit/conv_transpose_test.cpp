@@ -15,6 +15,8 @@
 
 #include <functional>
 
+namespace conv_transpose_test {
+
 using namespace conflux;
 using namespace conflux::test;
 
@@ -211,3 +213,5 @@ TEST(conv_transpose_import, output_shape_places_the_pads) {
         expect_values(y, {1, 1, 2}, {full[begin], full[begin + 1]});
     }
 }
+
+} // namespace conv_transpose_test

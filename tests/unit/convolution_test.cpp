@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+namespace convolution_test {
+
 using namespace conflux;
 using test::product;
 using test::random_values;
@@ -226,3 +228,5 @@ TEST(convolution, rejects_bad_shapes) {
     // Padding that makes room for the kernel is fine.
     EXPECT_EQ(f({1, 4, 5, 5}, {2, 4, 6, 3}, {{1, 0, 0, 0}, {}, {}, 1}).lens(), (dims{1, 2, 1, 3}));
 }
+
+} // namespace convolution_test

@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_attention_kernel_test {
 
 // q [.., sq, d], kt [.., d, sk] as a transposed view of keys stored [.., sk, d], v [.., sk, dv].
 std::vector<shape> operands(dtype t, dims batch, std::size_t sq, std::size_t sk, std::size_t d,
@@ -335,5 +335,5 @@ TEST(CudaAttentionKernel, TheCudaPipelineFusesWhatTheKernelTakes) {
     EXPECT_NE(notes[0].find("f16 or bf16"), std::string::npos) << notes[0];
 }
 
-} // namespace
+} // namespace cuda_attention_kernel_test
 } // namespace conflux::cuda

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_codegen_text_test {
 
 TEST(CudaCodegenText, IntegerLiteralIsAnIntWhereItFits) {
     EXPECT_EQ(text::integer_literal(0LL), "0");
@@ -73,5 +73,5 @@ TEST(CudaCodegenText, StoreFormatWithoutAPlaceholderIsAnInternalError) {
     EXPECT_THROW(gemm::fill_store_format("f($M, $N)", "v", "m", "n"), internal_error);
 }
 
-} // namespace
+} // namespace cuda_codegen_text_test
 } // namespace conflux::cuda

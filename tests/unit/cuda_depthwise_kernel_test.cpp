@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_depthwise_kernel_test {
 
 op::convolution conv_op(std::size_t nd, std::size_t stride, std::size_t pad, std::size_t group,
                         std::size_t dilation = 1, bool channels_last = true) {
@@ -296,5 +296,5 @@ TEST(CudaDepthwiseKernel, CandidatesCompileWithNvrtc) {
     EXPECT_GE(compiled, 3 * problems.size() - 6); // a problem with fewer than 3 candidates
 }
 
-} // namespace
+} // namespace cuda_depthwise_kernel_test
 } // namespace conflux::cuda

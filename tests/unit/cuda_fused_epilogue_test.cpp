@@ -15,7 +15,7 @@
 #include <functional>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_fused_epilogue_test {
 
 using op::elementwise_kind;
 
@@ -229,5 +229,5 @@ TEST(CudaFusedEpilogue, EightF32ResultsOfAnF16ProductAreTwo16ByteStores) {
     EXPECT_NO_THROW(nvrtc_compile(k, "sm_90")) << k.code;
 }
 
-} // namespace
+} // namespace cuda_fused_epilogue_test
 } // namespace conflux::cuda

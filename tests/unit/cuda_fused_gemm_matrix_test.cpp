@@ -18,7 +18,7 @@
 #include <thread>
 
 namespace conflux {
-namespace {
+namespace cuda_fused_gemm_matrix_test {
 
 std::string decision_of(const cuda::compiled_program& p) {
     std::string d;
@@ -150,5 +150,5 @@ TEST(CudaFusedGemmMatrix, AForcedStringThatIsNotAPerfConfigIsAUserError) {
     EXPECT_THROW(cuda::compile(std::move(p), o), user_error);
 }
 
-} // namespace
+} // namespace cuda_fused_gemm_matrix_test
 } // namespace conflux

@@ -16,7 +16,7 @@
 #include <chrono>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_gemm_codegen_test {
 
 gemm_problem dot_problem(dtype t, const shape& a, const shape& b,
                          std::array<std::size_t, 2> offsets = {0, 0}) {
@@ -960,5 +960,5 @@ TEST(CudaGemmKernel, InvalidConfigIsAnInternalError) {
                  internal_error);
 }
 
-} // namespace
+} // namespace cuda_gemm_codegen_test
 } // namespace conflux::cuda

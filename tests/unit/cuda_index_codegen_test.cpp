@@ -25,7 +25,7 @@
 #include <regex>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_index_codegen_test {
 
 std::size_t count(const std::string& text, const std::string& what) {
     std::size_t n = 0;
@@ -874,5 +874,5 @@ TEST(CudaIndexCodegen, AnOpItCannotComputeIsAnInternalErrorNamingIt) {
     }
 }
 
-} // namespace
+} // namespace cuda_index_codegen_test
 } // namespace conflux::cuda

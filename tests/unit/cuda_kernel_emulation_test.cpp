@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_kernel_emulation_test {
 
 namespace fs = std::filesystem;
 
@@ -602,5 +602,5 @@ TEST(CudaKernelEmulation, PoolingOfASliceThroughTheLowering) {
     programs.expect_each_matches_the_reference();
 }
 
-} // namespace
+} // namespace cuda_kernel_emulation_test
 } // namespace conflux::cuda

@@ -5,7 +5,7 @@
 #include <random>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_memory_plan_test {
 
 bool overlap(std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
     return a0 < b1 && b0 < a1;
@@ -65,5 +65,5 @@ TEST(MemoryPlan, RandomLifetimesAreSoundAndNeverWorseThanNoReuse) {
     }
 }
 
-} // namespace
+} // namespace cuda_memory_plan_test
 } // namespace conflux::cuda

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_nvrtc_test {
 
 TEST(Nvrtc, CompilesAKernelUsingTheEmbeddedHeadersForSm90) {
     kernel_source k;
@@ -44,5 +44,5 @@ TEST(Nvrtc, KnowsWhichArchitecturesItSupports) {
     EXPECT_FALSE(nvrtc_version().empty());
 }
 
-} // namespace
+} // namespace cuda_nvrtc_test
 } // namespace conflux::cuda

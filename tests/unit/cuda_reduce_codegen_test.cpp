@@ -16,7 +16,7 @@
 #include <optional>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_reduce_codegen_test {
 
 // Generates the kernel for `op` over `inputs` (the output is the op's standard result shape
 // unless given) and compiles it; NVRTC must accept it without a warning.
@@ -543,5 +543,5 @@ TEST(CudaResize, StridedOperandsExtrapolationAndAntialias) {
     compile(antialias, {strided(dtype::bf16, {16, 16}, {1, 16})});
 }
 
-} // namespace
+} // namespace cuda_reduce_codegen_test
 } // namespace conflux::cuda

@@ -26,7 +26,7 @@
 #include <vector>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_runtime_test {
 
 namespace fs = std::filesystem;
 using test::user_error_of;
@@ -624,5 +624,5 @@ TEST(KernelCache, Fnv1aMatchesTheReferenceValues) {
     EXPECT_EQ(fnv1a_64("foobar"), 0x85944171f73967e8ull);
 }
 
-} // namespace
+} // namespace cuda_runtime_test
 } // namespace conflux::cuda

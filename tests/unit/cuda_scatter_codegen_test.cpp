@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_scatter_codegen_test {
 
 using op::scatter_reduction;
 
@@ -83,5 +83,5 @@ TEST(CudaScatterCodegen, EmptyOutputsAndEmptyUpdates) {
     expect_compiles({empty, copy, no_updates});
 }
 
-} // namespace
+} // namespace cuda_scatter_codegen_test
 } // namespace conflux::cuda

@@ -10,7 +10,7 @@
 #include <sstream>
 
 namespace conflux {
-namespace {
+namespace cuda_shared_kernel_launch_test {
 
 TEST(CudaSharedKernel, EachStepLaunchesWithItsOwnGrid) {
     program p;
@@ -33,5 +33,5 @@ TEST(CudaSharedKernel, EachStepLaunchesWithItsOwnGrid) {
     EXPECT_NE(s.find("<<<144x1x1, 64>>>"), std::string::npos) << s;
 }
 
-} // namespace
+} // namespace cuda_shared_kernel_launch_test
 } // namespace conflux

@@ -8,7 +8,7 @@
 #include <string>
 
 namespace conflux::cuda {
-namespace {
+namespace cuda_target_arch_test {
 
 compiled_program compile_product(const std::string& arch) {
     program p;
@@ -45,5 +45,5 @@ TEST(CudaTargetArch, ArchSpecificNameIsTheSameDevice) {
     EXPECT_TRUE(runs_wgmma(c));
 }
 
-} // namespace
+} // namespace cuda_target_arch_test
 } // namespace conflux::cuda

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+namespace data_movement_test {
+
 using namespace conflux;
 using test::f32;
 using test::i64;
@@ -258,3 +260,5 @@ TEST(data_movement, gather_nd_transposed_inputs_and_errors) {
         }),
         "gather_nd: indices [3,1] and data [2,3] differ in batch axis 0");
 }
+
+} // namespace data_movement_test

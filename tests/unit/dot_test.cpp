@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+namespace dot_test {
+
 using namespace conflux;
 using test::product;
 using test::random_values;
@@ -138,3 +140,5 @@ TEST(dot, rejects_bad_shapes) {
         EXPECT_EQ(std::string(e.what()).rfind("dot", 0), 0u) << e.what();
     }
 }
+
+} // namespace dot_test

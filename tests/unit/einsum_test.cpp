@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+namespace einsum_test {
+
 using namespace conflux;
 using namespace conflux::test;
 
@@ -291,3 +293,5 @@ TEST(einsum_import, missing_equation_and_mixed_types_are_user_errors) {
     m.output("y");
     EXPECT_EQ(import_error(m), "Einsum (node 'e', opset 12): input 1 is i64 but input 0 is f32");
 }
+
+} // namespace einsum_test

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+namespace elementwise_test {
+
 using namespace conflux;
 using op::elementwise_kind;
 
@@ -436,3 +438,5 @@ TEST(elementwise, errors_name_the_op) {
     msg = user_error_of([&] { add.eval(shape{}, {f32({2}, {1, 2}), f32({3}, {1, 2, 3})}); });
     EXPECT_TRUE(starts_with(msg, "add:")) << msg;
 }
+
+} // namespace elementwise_test

@@ -12,7 +12,7 @@
 #include <random>
 
 namespace conflux {
-namespace {
+namespace eliminate_common_subexpressions_test {
 
 std::size_t count(const module& m, const std::string& name) {
     std::size_t n = 0;
@@ -95,5 +95,5 @@ TEST(eliminate_common_subexpressions, different_values_and_returned_values_stay)
     EXPECT_EQ(count(n, "leaky_relu"), 2u) << attrs.to_string();
 }
 
-} // namespace
+} // namespace eliminate_common_subexpressions_test
 } // namespace conflux

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
+namespace external_data_test {
+
 using namespace conflux;
 using namespace conflux::test;
 namespace fs = std::filesystem;
@@ -182,3 +184,5 @@ TEST_F(external_data_test, external_entries_without_the_external_location_are_re
 }
 
 } // namespace
+
+} // namespace external_data_test

@@ -13,6 +13,8 @@
 
 #include <cmath>
 
+namespace fuse_gemm_test {
+
 using namespace conflux;
 using namespace conflux::test;
 using op::elementwise_kind;
@@ -268,3 +270,5 @@ TEST(fuse_gemm, same_pattern_gives_the_same_submodule_body) {
     EXPECT_EQ(op_names(p.main()), "fused_gemm fused_gemm @return");
     EXPECT_EQ(body_text(*p.get_module("fused_gemm0")), body_text(*p.get_module("fused_gemm1")));
 }
+
+} // namespace fuse_gemm_test

@@ -7,6 +7,8 @@
 #include "conflux/passes/fuse_pointwise.hpp"
 #include "unit/pass_test_helpers.hpp"
 
+namespace fuse_pointwise_test {
+
 using namespace conflux;
 using namespace conflux::test;
 using op::elementwise_kind;
@@ -156,3 +158,5 @@ TEST(fuse_pointwise, concat_used_outside_stays_a_copy) {
     auto p = transform_and_compare(build, run_fuse_pointwise);
     EXPECT_EQ(op_names(p.main()), "concat pointwise @return");
 }
+
+} // namespace fuse_pointwise_test

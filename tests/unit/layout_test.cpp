@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+namespace layout_test {
+
 using namespace conflux;
 using test::count_named;
 using test::product;
@@ -202,3 +204,5 @@ TEST(layout, pooling_of_nchw_data_is_left_alone) {
             EXPECT_FALSE(pool->channels_last) << text;
         }
 }
+
+} // namespace layout_test

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 namespace conflux {
-namespace {
+namespace merge_sibling_gemms_test {
 
 using op::elementwise_kind;
 using test::count_named;
@@ -146,5 +146,5 @@ TEST(merge_sibling_gemms, other_inputs_variable_weights_and_returned_products_st
     EXPECT_EQ(count_named(p.main(), "slice"), 0u) << p.to_string();
 }
 
-} // namespace
+} // namespace merge_sibling_gemms_test
 } // namespace conflux

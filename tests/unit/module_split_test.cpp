@@ -16,6 +16,8 @@
 #include <cmath>
 #include <set>
 
+namespace module_split_test {
+
 using namespace conflux;
 using conflux::cuda::find_tail_splits;
 using conflux::test::check_pointwise_only;
@@ -299,3 +301,5 @@ TEST(split_points, pointwise_only_rejects_a_replicating_view_of_a_computed_value
     EXPECT_TRUE(b->get_operator().traits().view);
     EXPECT_FALSE(b->get_operator().traits().layout_only);
 }
+
+} // namespace module_split_test

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+namespace module_test {
+
 using namespace conflux;
 
 namespace {
@@ -174,3 +176,5 @@ TEST(reference, a_value_used_twice_by_one_op_stays_alive) {
     auto out = ref::evaluate(m, {{"x", f32({2}, {1, 2})}});
     EXPECT_EQ(to_vector<float>(out[0]), (std::vector<float>{6, 12}));
 }
+
+} // namespace module_test

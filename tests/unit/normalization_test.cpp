@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+namespace normalization_test {
+
 using namespace conflux;
 using test::product;
 using test::random_values;
@@ -199,3 +201,5 @@ TEST(normalization, layer_norm_rejects_bad_shapes) {
         EXPECT_EQ(std::string(e.what()).rfind("layer_normalization", 0), 0u) << e.what();
     }
 }
+
+} // namespace normalization_test

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <unistd.h>
 
+namespace npy_test {
+
 using namespace conflux;
 namespace fs = std::filesystem;
 
@@ -252,3 +254,5 @@ TEST_F(npy, unwritable_path_is_a_user_error) {
     auto a = from_vector<float>(dtype::f32, {1}, std::vector<float>{1});
     EXPECT_THROW(write_npy(path("no/such/dir/a.npy"), a), user_error);
 }
+
+} // namespace npy_test

@@ -15,6 +15,8 @@
 
 #include <unistd.h>
 
+namespace onnx_import_test {
+
 using namespace conflux;
 using namespace conflux::test;
 
@@ -1032,3 +1034,5 @@ TEST(onnx_import, gru_matches_its_definition_in_both_reset_forms) {
         expect_near(to_vector<float>(out[1]), h);
     }
 }
+
+} // namespace onnx_import_test

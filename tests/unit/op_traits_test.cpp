@@ -18,6 +18,8 @@
 #include <set>
 #include <string>
 
+namespace op_traits_test {
+
 using namespace conflux;
 
 namespace {
@@ -171,3 +173,5 @@ TEST(view_offset, non_views_have_none) {
               std::nullopt);
     EXPECT_EQ(offset(op::softmax{}, standard_2x3x4), std::nullopt);
 }
+
+} // namespace op_traits_test

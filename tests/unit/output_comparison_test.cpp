@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace conflux {
-namespace {
+namespace output_comparison_test {
 
 argument f32_values(const std::vector<float>& v) {
     argument a{shape{dtype::f32, {v.size()}}};
@@ -61,5 +61,5 @@ TEST(output_comparison, nan_never_passes_whatever_the_precision) {
     EXPECT_FALSE(c.passed);
 }
 
-} // namespace
+} // namespace output_comparison_test
 } // namespace conflux

@@ -11,6 +11,8 @@
 #include "conflux/passes/simplify.hpp"
 #include "unit/pass_test_helpers.hpp"
 
+namespace pad_conv_channels_test {
+
 using namespace conflux;
 using namespace conflux::test;
 
@@ -127,3 +129,5 @@ TEST(pad_conv_channels, weights_computed_at_run_time_stay) {
     auto p = transform_and_compare(build, layout_and_pad);
     EXPECT_EQ(count_named(p.main(), "pad"), 0u) << p.to_string();
 }
+
+} // namespace pad_conv_channels_test

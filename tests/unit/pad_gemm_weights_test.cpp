@@ -8,6 +8,8 @@
 #include "conflux/passes/pad_gemm_weights.hpp"
 #include "unit/pass_test_helpers.hpp"
 
+namespace pad_gemm_weights_test {
+
 using namespace conflux;
 using namespace conflux::test;
 
@@ -58,3 +60,5 @@ TEST(pad_gemm_weights, aligned_rows_and_weights_used_elsewhere_stay) {
     auto p = transform_and_compare(build, run_pad);
     EXPECT_EQ(op_names(p.main()), "@literal @literal dot dot exp @return");
 }
+
+} // namespace pad_gemm_weights_test

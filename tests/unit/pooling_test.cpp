@@ -8,6 +8,8 @@
 #include <limits>
 #include <random>
 
+namespace pooling_test {
+
 using namespace conflux;
 using test::product;
 using test::random_values;
@@ -237,3 +239,5 @@ TEST(pooling, rejects_bad_shapes) {
     EXPECT_EQ(f({1, 1, 3, 3}, {max, {4, 4}, {}, {1, 1, 0, 0}, {}, false, false}).lens(),
               (dims{1, 1, 1, 1}));
 }
+
+} // namespace pooling_test

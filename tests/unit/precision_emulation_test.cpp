@@ -14,7 +14,7 @@
 #include <limits>
 
 namespace conflux {
-namespace {
+namespace precision_emulation_test {
 
 using op::round_to_mantissa;
 
@@ -99,5 +99,5 @@ TEST(compare_outputs, noise_widens_the_tolerance_to_twice_it) {
     EXPECT_FALSE(compare_outputs(got, want, tf32_precision(), 0.02).passed); // 5e-2 > 4e-2
 }
 
-} // namespace
+} // namespace precision_emulation_test
 } // namespace conflux

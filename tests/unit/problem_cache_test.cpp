@@ -22,6 +22,8 @@
 #include <thread>
 #include <unistd.h>
 
+namespace problem_cache_test {
+
 using namespace conflux;
 using namespace conflux::cuda;
 using namespace conflux::test;
@@ -367,3 +369,5 @@ TEST(problem_cache_path, the_default_is_under_the_user_cache_directory) {
         EXPECT_EQ(path.filename(), "problems.sqlite");
     }
 }
+
+} // namespace problem_cache_test

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 namespace conflux {
-namespace {
+namespace problem_key_test {
 
 std::vector<std::string> keys_of(program p) {
     cuda::compile_options o;
@@ -145,5 +145,5 @@ TEST(ProblemKey, StaleEntriesWarnOncePerGeneratorVersion) {
     std::filesystem::remove_all(dir);
 }
 
-} // namespace
+} // namespace problem_key_test
 } // namespace conflux

@@ -42,6 +42,8 @@
 #include <utility>
 #include <vector>
 
+namespace program_serialization_test {
+
 using namespace conflux;
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -263,15 +265,15 @@ std::vector<std::string> model_dirs() {
 
 // The data set's inputs fix the lens of every symbolic dim, as the conformance runner does.
 program import_model_dir(const fs::path& dir) {
-    onnx::import_options options;
+    conflux::onnx::import_options options;
     const fs::path data = dir / "test_data_set_0";
     for (std::size_t i = 0; fs::exists(data / ("input_" + std::to_string(i) + ".pb")); ++i) {
         std::string name;
-        const auto value =
-            onnx::read_tensor_file((data / ("input_" + std::to_string(i) + ".pb")).string(), &name);
+        const auto value = conflux::onnx::read_tensor_file(
+            (data / ("input_" + std::to_string(i) + ".pb")).string(), &name);
         if (!name.empty()) options.input_dims[name] = value.get_shape().lens();
     }
-    return onnx::import_model((dir / "model.onnx").string(), options);
+    return conflux::onnx::import_model((dir / "model.onnx").string(), options);
 }
 
 std::vector<argument> run_on_random_inputs(const program& p) {
@@ -629,3 +631,5 @@ TEST(program_serialization, any_damage_is_a_user_error_or_a_valid_program) {
         }
     }
 }
+
+} // namespace program_serialization_test

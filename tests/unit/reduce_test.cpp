@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+namespace reduce_test {
+
 using namespace conflux;
 using test::run_op;
 
@@ -352,3 +354,5 @@ TEST(reduce, argmax_nan_and_f16_and_errors) {
         },
         "argmin");
 }
+
+} // namespace reduce_test

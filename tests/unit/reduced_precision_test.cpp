@@ -17,7 +17,7 @@
 #include <random>
 
 namespace conflux {
-namespace {
+namespace reduced_precision_test {
 
 // conv (literal weights) + bias + relu, then softmax over the channels.
 program model() {
@@ -270,5 +270,5 @@ TEST_P(ReducedPrecision, AnOutputTheModelGivesInF16KeepsItsType) {
 
 INSTANTIATE_TEST_SUITE_P(To, ReducedPrecision, ::testing::Values(dtype::f16, dtype::bf16));
 
-} // namespace
+} // namespace reduced_precision_test
 } // namespace conflux

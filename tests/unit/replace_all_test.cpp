@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+namespace replace_all_test {
+
 using namespace conflux;
 
 namespace {
@@ -25,3 +27,5 @@ TEST(replace_all, an_empty_pattern_is_an_internal_error) {
 }
 
 } // namespace
+
+} // namespace replace_all_test

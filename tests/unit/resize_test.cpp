@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+namespace resize_test {
+
 using namespace conflux;
 using test::run_op;
 
@@ -240,3 +242,5 @@ TEST(resize, import_errors) {
                                    "which is not given");
     }
 }
+
+} // namespace resize_test

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+namespace saved_program_test {
+
 using namespace conflux;
 using namespace conflux::test;
 namespace fs = std::filesystem;
@@ -388,3 +390,5 @@ TEST_F(saved_program_file, tma_tensor_maps_are_saved_and_bad_ones_are_user_error
     bad["kernels"][with_maps]["tensor_maps"][0]["dims"].push_back(4);
     expect_contains(rewrite(bad), "one box size per axis");
 }
+
+} // namespace saved_program_test

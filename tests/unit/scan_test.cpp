@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <limits>
 
+namespace scan_test {
+
 using namespace conflux;
 using ::onnx::TensorProto;
 using test::run_op;
@@ -119,3 +121,5 @@ TEST(cumsum_import, axis_must_be_one_constant_integer_in_range) {
                   "CumSum (node 'c', opset 14): axis -3 is out of range for rank 2");
     }
 }
+
+} // namespace scan_test

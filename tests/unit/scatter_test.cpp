@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 
+namespace scatter_test {
+
 using namespace conflux;
 using test::f32;
 using test::i64;
@@ -184,3 +186,5 @@ TEST(scatter, scatter_elements_bad_inputs) {
               }),
               "scatter_elements: indices must have an integer type, got f32");
 }
+
+} // namespace scatter_test

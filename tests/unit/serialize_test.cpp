@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace serialize_test {
+
 using namespace conflux;
 using nlohmann::json;
 
@@ -76,3 +78,5 @@ TEST(serialize, damaged_values_name_the_field) {
     expect_user_error(j, "elements");
     expect_user_error(json::array(), "expected an object");
 }
+
+} // namespace serialize_test

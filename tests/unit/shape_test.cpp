@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+namespace shape_test {
+
 using namespace conflux;
 
 TEST(shape, standard_strides_are_suffix_products) {
@@ -49,3 +51,5 @@ TEST(shape, printing) {
     EXPECT_EQ(to_string(shape{dtype::f32, {2, 3}, {1, 2}}), "f32[2,3]{1,2}");
     EXPECT_EQ(to_string(shape{dtype::boolean, {}}), "bool[]");
 }
+
+} // namespace shape_test

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 namespace conflux {
-namespace {
+namespace simplify_attention_bias_test {
 
 using op::elementwise_kind;
 using test::count_named;
@@ -82,5 +82,5 @@ TEST(simplify_attention_bias, a_bias_over_many_rows_stays_a_broadcast) {
     EXPECT_LE(largest, 64u) << p.to_string();
 }
 
-} // namespace
+} // namespace simplify_attention_bias_test
 } // namespace conflux

@@ -4,6 +4,8 @@
 #include "conflux/passes/simplify.hpp"
 #include "unit/pass_test_helpers.hpp"
 
+namespace simplify_pool_test {
+
 using namespace conflux;
 using namespace conflux::test;
 
@@ -50,3 +52,5 @@ TEST(simplify_pool, windows_smaller_than_the_image_or_padded_stay_pools) {
 }
 
 } // namespace
+
+} // namespace simplify_pool_test

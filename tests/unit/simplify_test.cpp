@@ -15,6 +15,8 @@
 
 #include <limits>
 
+namespace simplify_test {
+
 using namespace conflux;
 using test::count_named;
 using test::random_literal;
@@ -819,3 +821,5 @@ TEST(simplify, an_rms_chain_whose_mean_is_used_elsewhere_stays) {
     };
     EXPECT_EQ(transform_and_print(build, run_simplify), text_of(build));
 }
+
+} // namespace simplify_test

@@ -5,6 +5,8 @@
 #include "conflux/passes/split_reduction.hpp"
 #include "unit/pass_test_helpers.hpp"
 
+namespace split_reduction_test {
+
 using namespace conflux;
 using namespace conflux::test;
 
@@ -104,3 +106,5 @@ TEST(split_reduction, a_16_bit_mean_splits_within_the_dtype_rounding) {
 }
 
 } // namespace
+
+} // namespace split_reduction_test

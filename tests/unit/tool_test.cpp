@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace tool_test {
+
 using namespace conflux;
 using namespace conflux::test;
 namespace fs = std::filesystem;
@@ -38,7 +40,8 @@ protected:
     }
 
     static std::string example() {
-        return std::string("'") + CONFLUX_SOURCE_DIR + "/examples/conv_block.onnx'";
+        const std::string path = std::string(CONFLUX_SOURCE_DIR) + "/examples/conv_block.onnx";
+        return "'" + path + "'";
     }
 
     fs::path dir_;
@@ -468,3 +471,5 @@ TEST_F(tool, verify_of_a_saved_program_needs_the_model_stored_with_it) {
         EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
     }
 }
+
+} // namespace tool_test

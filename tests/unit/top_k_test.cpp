@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <limits>
 
+namespace top_k_test {
+
 using namespace conflux;
 using ::onnx::TensorProto;
 using test::run_op;
@@ -123,3 +125,5 @@ TEST(top_k_import, k_must_be_a_constant_in_range) {
     EXPECT_EQ(error_for(&too_large),
               "TopK (node 't', opset 11): K 5 is outside [0, 4], the length of axis 1");
 }
+
+} // namespace top_k_test

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 
+namespace trilu_test {
+
 using namespace conflux;
 using ::onnx::TensorProto;
 using test::run_op;
@@ -96,3 +98,5 @@ TEST(trilu_import, k_must_be_a_constant) {
     EXPECT_EQ(user_error_of([&] { b.import(); }),
               "Trilu (node 't', opset 14): input 'k' must be a constant");
 }
+
+} // namespace trilu_test

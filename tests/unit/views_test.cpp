@@ -8,6 +8,8 @@
 #include <limits>
 #include <numeric>
 
+namespace views_test {
+
 using namespace conflux;
 
 namespace {
@@ -313,3 +315,5 @@ TEST(views, ops_compose_through_the_operation_wrapper) {
     EXPECT_EQ(out.get_shape().lens(), (dims{3, 2}));
     EXPECT_TRUE(aliases(out, x));
 }
+
+} // namespace views_test

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 
+namespace wrapping_arithmetic_test {
+
 using namespace conflux::op;
 
 namespace {
@@ -51,3 +53,5 @@ TEST(wrapping_arithmetic, floating_point_uses_the_plain_operators) {
 }
 
 } // namespace
+
+} // namespace wrapping_arithmetic_test
