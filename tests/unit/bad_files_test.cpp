@@ -101,7 +101,8 @@ protected:
     }
 
     static std::string example() {
-        return std::string("'") + CONFLUX_SOURCE_DIR + "/examples/conv_block.onnx'";
+        const std::string path = std::string(CONFLUX_SOURCE_DIR) + "/examples/conv_block.onnx";
+        return "'" + path + "'";
     }
 
     fs::path fifo(const std::string& name) const {

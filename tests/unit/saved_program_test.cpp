@@ -46,8 +46,8 @@ protected:
         options.precision = precision;
         options.use_kernel_cache = false;
         options.use_problem_cache = false;
-        return cuda::compile(onnx::import_model(std::string(CONFLUX_SOURCE_DIR) + "/" + relative),
-                             options);
+        return cuda::compile(
+            conflux::onnx::import_model(std::string(CONFLUX_SOURCE_DIR) + "/" + relative), options);
     }
 
     // The message of the user_error loading `path` gives (a failure when it loads).
@@ -284,7 +284,7 @@ TEST_F(saved_program_file, a_failed_save_leaves_the_old_file) {
 TEST_F(saved_program_file, a_reference_program_and_a_stored_model_load_as_saved) {
     const std::string model =
         std::string(CONFLUX_SOURCE_DIR) + "/tests/models/data/grouped_query_attention/model.onnx";
-    program optimised = onnx::import_model(model);
+    program optimised = conflux::onnx::import_model(model);
     run_passes(optimised.main(),
                target_independent_passes(reduced_precision{dtype::f16}, fuse_attention{}));
     const fs::path ref_file = dir_ / "ref.cfx";
@@ -307,7 +307,7 @@ TEST_F(saved_program_file, a_reference_program_and_a_stored_model_load_as_saved)
         EXPECT_TRUE(a[i].same_values(b[i]));
 
     // A cuda program with the model as imported beside it, for verify.
-    const program imported = onnx::import_model(model);
+    const program imported = conflux::onnx::import_model(model);
     const fs::path cuda_file = dir_ / "cuda.cfx";
     save_program(
         cuda_file,
@@ -333,10 +333,10 @@ TEST_F(saved_program_file, tma_tensor_maps_are_saved_and_bad_ones_are_user_error
     options.perf_config = "128x128x64_w8x1_s4_k1_wgmma_pp_tma";
     options.use_kernel_cache = false;
     options.use_problem_cache = false;
-    const auto compiled =
-        cuda::compile(onnx::import_model(std::string(CONFLUX_SOURCE_DIR) +
-                                         "/tests/models/data/matmul_gelu_heads/model.onnx"),
-                      options);
+    const auto compiled = cuda::compile(
+        conflux::onnx::import_model(std::string(CONFLUX_SOURCE_DIR) +
+                                    "/tests/models/data/matmul_gelu_heads/model.onnx"),
+        options);
     const fs::path good = dir_ / "tma.cfx";
     save_program(good, compiled, "matmul_gelu_heads.onnx");
     const program_file file = program_file::open(good);
