@@ -42,6 +42,8 @@ const std::vector<attention_shape> shapes{
     // Batch 1 of BERT-base and ViT-B/16: launches of few blocks (the heuristic's small blocks).
     {"bert_b1_128_d64", 1, 12, 128, 64},
     {"vit_b1_197_d64", 1, 12, 197, 64},
+    // Batch 32 of BERT-base (the zoo's hf_bert): 384 heads of 128 queries, two key tiles each.
+    {"bert_b32_128_d64", 32, 12, 128, 64},
 };
 
 // q, k, v [batch, heads, seq, d]; fused: the attention op on q, k^T (a view), v; unfused: the
