@@ -235,6 +235,14 @@ void add_elementwise_ops(op_table& t) {
                       return {c.add(op::make_elementwise(K::isinf, pos, neg), {c.input(0)})};
                   }};
     t["Gelu"] = {1, 1, [](node_context& c) -> outputs { return {build_gelu(c)}; }};
+    // Mish (opset 18; YOLOv4's and some timm models' activation): x * tanh(softplus(x)), softplus
+    // written so that e^x does not overflow.
+    t["Mish"] = {1, 1, [](node_context& c) -> outputs {
+                     auto x = c.input(0);
+                     auto softplus = c.add(op::make_elementwise(K::softplus), {x});
+                     auto tanh = c.add(op::make_elementwise(K::tanh), {softplus});
+                     return {c.elementwise(K::mul, {x, tanh})};
+                 }};
 
     t["Cast"] = {1, 1, [](node_context& c) -> outputs {
                      auto to = c.attr_int("to");

@@ -1,6 +1,6 @@
 // BatchNormalization (inference form, and training form through ordinary ops) and
 // LayerNormalization; InstanceNormalization is a layer norm over the spatial axes followed by the
-// per-channel affine transform.
+// per-channel affine transform, GroupNormalization one over each group's channels and positions.
 #include "onnx/node_context.hpp"
 
 #include "conflux/ops/normalization.hpp"
@@ -124,9 +124,58 @@ outputs build_instance_norm(node_context& c) {
     return {c.elementwise(K::add, {c.elementwise(K::mul, {normed, scale}), bias})};
 }
 
+// GroupNormalization (opsets 18 and 21): each batch entry's channels in num_groups groups, each
+// group normalised over its channels and positions (a layer norm of X as [N, G, C/G * spatial]),
+// then the affine transform: per group at opset 18, whose scale and bias have lens [G], per
+// channel from opset 21 (lens [C]). stash_type (21) asks for f32 statistics; layer_norm keeps
+// them in f32 for every input type.
+outputs build_group_norm(node_context& c) {
+    auto x = c.input(0);
+    const auto& xs = x->get_shape();
+    if (xs.rank() < 3) c.fail("input X must have rank 3 or more, got ", to_string(xs));
+    const auto num_groups = c.attr_int("num_groups");
+    if (!num_groups) c.fail("attribute 'num_groups' is required");
+    const std::size_t batch = xs.lens()[0], channels = xs.lens()[1];
+    if (*num_groups <= 0 || channels % std::size_t(*num_groups) != 0)
+        c.fail("num_groups ", *num_groups, " does not divide the ", channels, " channels of X ",
+               to_string(xs));
+    const std::size_t groups = std::size_t(*num_groups);
+    const bool per_group = c.opset() < 21;
+    const std::size_t affine = per_group ? groups : channels;
+    for (std::size_t i : {1u, 2u}) {
+        const char* name = i == 1 ? "scale" : "bias";
+        if (c.input_shape(i).lens() != dims{affine})
+            c.fail(name, " must have lens [", affine, "] (", per_group ? "num_groups" : "channels",
+                   " at opset ", c.opset(), "), got ", to_string(c.input_shape(i)));
+        if (c.input_shape(i).type() != xs.type())
+            c.fail(name, " is ", to_string(c.input_shape(i).type()), " but X is ",
+                   to_string(xs.type()));
+    }
+    if (batch == 0 || xs.elements() == 0) return {x};
+    const std::size_t inner = xs.elements() / (batch * groups);
+    auto grouped = c.add(op::reshape{{batch, groups, inner}}, {x});
+    auto ones = c.broadcast_to(c.scalar(xs.type(), 1), {inner});
+    auto normed = c.add(op::layer_norm{2, c.attr_float("epsilon", 1e-5f)}, {grouped, ones});
+    auto affine_of = [&](instruction_ref v, instruction_ref scale, instruction_ref bias) {
+        return c.elementwise(K::add, {c.elementwise(K::mul, {v, scale}), bias});
+    };
+    if (per_group) {
+        auto scale = c.add(op::unsqueeze{{1}}, {c.input(1)});
+        auto bias = c.add(op::unsqueeze{{1}}, {c.input(2)});
+        return {c.add(op::reshape{xs.lens()}, {affine_of(normed, scale, bias)})};
+    }
+    std::vector<std::int64_t> axes;
+    for (std::size_t a = 2; a < xs.rank(); ++a)
+        axes.push_back(std::int64_t(a - 1));
+    auto back = c.add(op::reshape{xs.lens()}, {normed});
+    return {affine_of(back, c.add(op::unsqueeze{axes}, {c.input(1)}),
+                      c.add(op::unsqueeze{axes}, {c.input(2)}))};
+}
+
 } // namespace
 
 void add_normalization_ops(op_table& t) {
+    t["GroupNormalization"] = {3, 3, build_group_norm};
     t["BatchNormalization"] = {5, 5, build_batch_norm};
     t["LayerNormalization"] = {2, 3, build_layer_norm};
     t["InstanceNormalization"] = {3, 3, build_instance_norm};

@@ -33,17 +33,21 @@ def tensor_type(array):
     return helper.np_dtype_to_tensor_dtype(array.dtype)
 
 
-def build(name, nodes, inputs, outputs, initializers):
-    """inputs: {name: array} (the test data); outputs: {name: (elem_type, shape)}."""
+def build(name, nodes, inputs, outputs, initializers, opset=OPSET, check=True):
+    """inputs: {name: array} (the test data); outputs: {name: (elem_type, shape)}. check=False
+    for an op version ONNX has since deprecated, which its checker refuses although exporters
+    still write it and onnxruntime runs it."""
     graph = helper.make_graph(
         nodes, name,
         [helper.make_tensor_value_info(n, tensor_type(a), a.shape) for n, a in inputs.items()],
         [helper.make_tensor_value_info(n, t, s) for n, (t, s) in outputs.items()],
         initializer=initializers)
     model = helper.make_model(graph, producer_name="conflux-tests",
-                              opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
+                              opset_imports=[helper.make_opsetid("", opset)])
+    # The IR version that introduced the opset (ONNX's checker wants at least that one).
+    model.ir_version = 8 if opset <= 18 else 9 if opset <= 20 else 10
+    if check:
+        onnx.checker.check_model(model, full_check=True)
     return model
 
 
@@ -291,6 +295,35 @@ def sliced_layer_norm_and_pool(rng):
     write("sliced_layer_norm_and_pool", model, {"x": x, "image": image})
 
 
+def conv_group_norm_mish(rng):
+    # A diffusion U-Net's or YOLO's block: convolution, GroupNormalization as opset 21 writes it
+    # (scale and bias per channel), Mish (opset 18).
+    x = rand(rng, (2, 4, 10, 10))
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("GroupNormalization", ["c", "gn_scale", "gn_bias"], ["g"], num_groups=4,
+                         epsilon=1e-5),
+        helper.make_node("Mish", ["g"], ["y"]),
+    ]
+    inits = [const("w", rand(rng, (16, 4, 3, 3), 0.3)), const("b", rand(rng, (16,), 0.5)),
+             const("gn_scale", 1 + rand(rng, (16,), 0.3)), const("gn_bias", rand(rng, (16,), 0.5))]
+    model = build("conv_group_norm_mish", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [2, 16, 10, 10])}, inits, opset=21)
+    write("conv_group_norm_mish", model, {"x": x})
+
+
+def group_norm_per_group(rng):
+    # GroupNormalization as opset 18 specified it: scale and bias per group, not per channel
+    # (deprecated by opset 21, whose per-channel form replaced it).
+    x = rand(rng, (2, 6, 5, 5), 2.0) + 1.0
+    nodes = [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=3,
+                              epsilon=1e-3)]
+    inits = [const("scale", 1 + rand(rng, (3,), 0.3)), const("bias", rand(rng, (3,), 0.5))]
+    model = build("group_norm_per_group", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [2, 6, 5, 5])}, inits, opset=18, check=False)
+    write("group_norm_per_group", model, {"x": x})
+
+
 def main():
     rng = np.random.default_rng(7)
     conv_add_relu_transpose_reshape(rng)
@@ -303,6 +336,8 @@ def main():
     squeeze_unsqueeze_tail(rng)
     grouped_query_attention(rng)
     sliced_layer_norm_and_pool(rng)
+    conv_group_norm_mish(rng)
+    group_norm_per_group(rng)
 
 
 if __name__ == "__main__":

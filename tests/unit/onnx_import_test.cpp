@@ -1035,4 +1035,70 @@ TEST(onnx_import, gru_matches_its_definition_in_both_reset_forms) {
     }
 }
 
+// GroupNormalization: two groups of two channels of one position each, so each group's
+// statistics are those of two values (mean (a + b) / 2, biased variance ((a - b) / 2)^2) and
+// its outputs are -1 and +1 (epsilon 0) before the affine transform. Opset 18 scales per group,
+// opset 21 per channel. Expected values computed by hand from the definition.
+TEST(onnx_import, group_norm_scales_per_group_at_opset_18_and_per_channel_from_21) {
+    for (int opset : {18, 21}) {
+        model_builder b(opset);
+        b.input("x", TensorProto::FLOAT, {1, 4, 1});
+        const std::vector<std::int64_t> affine{opset < 21 ? 2 : 4};
+        b.initializer("scale", affine,
+                      opset < 21 ? std::vector<float>{2, 3} : std::vector<float>{2, 3, 4, 5});
+        b.initializer("bias", affine,
+                      opset < 21 ? std::vector<float>{10, 20} : std::vector<float>{10, 20, 30, 40});
+        auto* n = b.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn");
+        set_int(n, "num_groups", 2);
+        set_float(n, "epsilon", 0);
+        b.output("y");
+        auto out = ref::evaluate(b.import(), {{"x", f32({1, 4, 1}, {1, 3, 8, 4})}});
+        ASSERT_EQ(out.size(), 1u);
+        // Normalised: group 0 (1, 3) -> (-1, 1); group 1 (8, 4) -> (1, -1).
+        const std::vector<float> want =
+            opset < 21 ? std::vector<float>{8, 12, 23, 17} : std::vector<float>{8, 23, 34, 35};
+        expect_near(to_vector<float>(out[0]), want);
+    }
+}
+
+TEST(onnx_import, group_norm_errors_name_the_attribute_and_the_lens) {
+    auto error_for = [](int opset, std::int64_t groups, std::int64_t affine, bool set_groups) {
+        model_builder b(opset);
+        b.input("x", TensorProto::FLOAT, {2, 6, 3});
+        b.initializer("scale", {affine}, std::vector<float>(std::size_t(affine), 1));
+        b.initializer("bias", {affine}, std::vector<float>(std::size_t(affine), 0));
+        auto* n = b.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}, "gn");
+        if (set_groups) set_int(n, "num_groups", groups);
+        b.output("y");
+        return import_error(b);
+    };
+    EXPECT_EQ(error_for(21, 4, 6, true),
+              "GroupNormalization (node 'gn', opset 21): num_groups 4 does not divide the 6 "
+              "channels of X f32[2,6,3]");
+    EXPECT_EQ(error_for(21, 3, 3, true),
+              "GroupNormalization (node 'gn', opset 21): scale must have lens [6] (channels at "
+              "opset 21), got f32[3]");
+    EXPECT_EQ(error_for(18, 3, 6, true),
+              "GroupNormalization (node 'gn', opset 18): scale must have lens [3] (num_groups at "
+              "opset 18), got f32[6]");
+    EXPECT_EQ(error_for(21, 3, 6, false),
+              "GroupNormalization (node 'gn', opset 21): attribute 'num_groups' is required");
+}
+
+// Mish: x * tanh(softplus(x)), against values computed from the definition in double; large
+// inputs of either sign must not overflow (e^100).
+TEST(onnx_import, mish_follows_its_definition_without_overflow) {
+    model_builder b(18);
+    b.input("x", TensorProto::FLOAT, {6});
+    b.node("Mish", {"x"}, {"y"}, "mish");
+    b.output("y");
+    const std::vector<float> x{-100, -3, -0.5f, 0, 1.5f, 100};
+    auto out = ref::evaluate(b.import(), {{"x", f32({6}, x)}});
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<float> want;
+    for (float v : x)
+        want.push_back(float(double(v) * std::tanh(std::log1p(std::exp(double(v))))));
+    expect_near(to_vector<float>(out[0]), want);
+}
+
 } // namespace onnx_import_test
