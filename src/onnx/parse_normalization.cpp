@@ -104,6 +104,16 @@ outputs build_layer_norm(node_context& c) {
     return {c.add(op::layer_norm{axis, c.attr_float("epsilon", 1e-5f)}, inputs)};
 }
 
+// x * scale + bias, scale and bias holding one value per index of axis 1 of x (of rank `rank`).
+instruction_ref per_channel_affine(node_context& c, instruction_ref x, std::size_t rank,
+                                   instruction_ref scale, instruction_ref bias) {
+    std::vector<std::int64_t> axes;
+    for (std::size_t a = 2; a < rank; ++a)
+        axes.push_back(std::int64_t(a - 1));
+    return c.elementwise(K::add, {c.elementwise(K::mul, {x, c.add(op::unsqueeze{axes}, {scale})}),
+                                  c.add(op::unsqueeze{axes}, {bias})});
+}
+
 outputs build_instance_norm(node_context& c) {
     auto x = c.input(0);
     const auto& xs = x->get_shape();
@@ -116,12 +126,7 @@ outputs build_instance_norm(node_context& c) {
     dims inner(xs.lens().begin() + 2, xs.lens().end());
     auto ones = c.broadcast_to(c.scalar(xs.type(), 1), inner);
     auto normed = c.add(op::layer_norm{2, c.attr_float("epsilon", 1e-5f)}, {x, ones});
-    std::vector<std::int64_t> axes;
-    for (std::size_t i = 0; i < inner.size(); ++i)
-        axes.push_back(std::int64_t(i + 1));
-    auto scale = c.add(op::unsqueeze{axes}, {c.input(1)});
-    auto bias = c.add(op::unsqueeze{axes}, {c.input(2)});
-    return {c.elementwise(K::add, {c.elementwise(K::mul, {normed, scale}), bias})};
+    return {per_channel_affine(c, normed, xs.rank(), c.input(1), c.input(2))};
 }
 
 // GroupNormalization (opsets 18 and 21): each batch entry's channels in num_groups groups, each
@@ -151,25 +156,17 @@ outputs build_group_norm(node_context& c) {
             c.fail(name, " is ", to_string(c.input_shape(i).type()), " but X is ",
                    to_string(xs.type()));
     }
-    if (batch == 0 || xs.elements() == 0) return {x};
+    if (xs.elements() == 0) return {x};
     const std::size_t inner = xs.elements() / (batch * groups);
     auto grouped = c.add(op::reshape{{batch, groups, inner}}, {x});
     auto ones = c.broadcast_to(c.scalar(xs.type(), 1), {inner});
     auto normed = c.add(op::layer_norm{2, c.attr_float("epsilon", 1e-5f)}, {grouped, ones});
-    auto affine_of = [&](instruction_ref v, instruction_ref scale, instruction_ref bias) {
-        return c.elementwise(K::add, {c.elementwise(K::mul, {v, scale}), bias});
-    };
-    if (per_group) {
-        auto scale = c.add(op::unsqueeze{{1}}, {c.input(1)});
-        auto bias = c.add(op::unsqueeze{{1}}, {c.input(2)});
-        return {c.add(op::reshape{xs.lens()}, {affine_of(normed, scale, bias)})};
-    }
-    std::vector<std::int64_t> axes;
-    for (std::size_t a = 2; a < xs.rank(); ++a)
-        axes.push_back(std::int64_t(a - 1));
-    auto back = c.add(op::reshape{xs.lens()}, {normed});
-    return {affine_of(back, c.add(op::unsqueeze{axes}, {c.input(1)}),
-                      c.add(op::unsqueeze{axes}, {c.input(2)}))};
+    // Per group: [G] against axis 1 of the grouped [N, G, C/G * spatial].
+    if (per_group)
+        return {c.add(op::reshape{xs.lens()},
+                      {per_channel_affine(c, normed, 3, c.input(1), c.input(2))})};
+    return {per_channel_affine(c, c.add(op::reshape{xs.lens()}, {normed}), xs.rank(), c.input(1),
+                               c.input(2))};
 }
 
 } // namespace

@@ -309,11 +309,12 @@ void load_input_vectors(
         const std::size_t total = lanes * size_of(actual.type());
         const std::size_t piece = std::min<std::size_t>(total, 16);
         if ((piece != 4 && piece != 8 && piece != 16) || total % piece != 0) return;
-        if (at[0].axes.size() != actual.rank() ||
-            std::count(at[0].axes.begin(), at[0].axes.end(), lane_n[0]) != 1)
+        const auto& axes = at[0].axes;
+        if (axes.size() != actual.rank()) return;
+        const auto column = std::find(axes.begin(), axes.end(), lane_n[0]);
+        if (column == axes.end() || std::find(column + 1, axes.end(), lane_n[0]) != axes.end())
             return;
-        const auto axis = static_cast<std::size_t>(
-            std::find(at[0].axes.begin(), at[0].axes.end(), lane_n[0]) - at[0].axes.begin());
+        const auto axis = static_cast<std::size_t>(column - axes.begin());
         if (actual.strides()[axis] != 1) return;
         for (std::size_t j = 0; j < actual.rank(); ++j)
             if (j != axis && actual.lens()[j] > 1 && actual.strides()[j] % lanes != 0) return;
