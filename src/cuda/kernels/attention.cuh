@@ -74,8 +74,11 @@ __device__ __forceinline__ void load_tile(T* dst, const T* src, long long row_st
 }
 
 // load_tile started with cp.async where the source allows 16-byte copies (zero-filled past the
-// valid rows); otherwise copied at once. The caller commits and waits.
-template <class T, int ROWS, int COLS, int PITCH>
+// valid rows); otherwise copied at once. The caller commits and waits. Where the block's THREADS
+// threads cover whole rows of chunks, each thread keeps one column chunk and the loop unrolls to
+// one cp.async per chunk at constant offsets (as attention_wgmma.cuh's load_swizzled), instead
+// of an index division and a 64-bit address for each 16 bytes.
+template <class T, int ROWS, int COLS, int PITCH, int THREADS>
 __device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long row_stride,
                                                 long long col_stride, int valid_rows,
                                                 int valid_cols) {
@@ -85,14 +88,29 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long 
         load_tile<T, ROWS, COLS, PITCH>(dst, src, row_stride, col_stride, valid_rows, valid_cols);
         return;
     }
-    constexpr int chunks = COLS / 8;
-    for (int i = threadIdx.x; i < ROWS * chunks; i += blockDim.x) {
-        const int r = i / chunks, c = (i % chunks) * 8;
-        const bool full = r < valid_rows && c < valid_cols;
-        cx_cp_async<16>(cx_shared_address(dst + r * PITCH + c),
-                        full ? static_cast<const void*>(src + r * row_stride + c)
-                             : static_cast<const void*>(src),
-                        full);
+    constexpr int chunks = COLS / 8, step = THREADS / chunks;
+    if constexpr (THREADS % chunks == 0 && ROWS % step == 0) {
+        const int r0 = int(threadIdx.x) / chunks, c = (int(threadIdx.x) % chunks) * 8;
+        T* const d0 = dst + r0 * PITCH + c;
+        const T* const s0 = src + r0 * row_stride + c;
+        const bool column_inside = c < valid_cols;
+#pragma unroll
+        for (int k = 0; k < ROWS / step; ++k) {
+            const bool full = column_inside && r0 + k * step < valid_rows;
+            cx_cp_async<16>(cx_shared_address(d0 + k * step * PITCH),
+                            full ? static_cast<const void*>(s0 + k * step * row_stride)
+                                 : static_cast<const void*>(src),
+                            full);
+        }
+    } else {
+        for (int i = threadIdx.x; i < ROWS * chunks; i += THREADS) {
+            const int r = i / chunks, c = (i % chunks) * 8;
+            const bool full = r < valid_rows && c < valid_cols;
+            cx_cp_async<16>(cx_shared_address(dst + r * PITCH + c),
+                            full ? static_cast<const void*>(src + r * row_stride + c)
+                                 : static_cast<const void*>(src),
+                            full);
+        }
     }
 }
 
@@ -227,7 +245,7 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
                                              TO* __restrict__ out, T* smem) {
     using namespace cx_attention_detail;
     constexpr int MT = CFG::MT, BC = CFG::BC, BR = CFG::WARPS * 16 * MT;
-    constexpr int KD = CFG::DP / 16, NV = CFG::DVP / 8, NS = BC / 8;
+    constexpr int KD = CFG::DP / 16, NV = CFG::DVP / 8, NS = BC / 8, THREADS = CFG::WARPS * 32;
     // A warp's q fragments stay in registers when they are few; otherwise they are read from
     // the q tile (which stays in shared memory) for every key tile, so that the scores and the
     // output accumulators of two row tiles fit the register file.
@@ -244,10 +262,10 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
     const float ninf = -__int_as_float(0x7f800000);
 
     // The q tile and the first key and value tiles in one group.
-    load_tile_async<T, BR, CFG::DP, QP>(qs, q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
-                                        CFG::SQ - q0, CFG::D);
-    load_tile_async<T, BC, CFG::DP, QP>(ks0, kt, CFG::K_ROW, CFG::K_COL, CFG::SK, CFG::D);
-    load_tile_async<T, BC, CFG::DVP, VP>(vs0, v, CFG::V_ROW, CFG::V_COL, CFG::SK, CFG::DV);
+    load_tile_async<T, BR, CFG::DP, QP, THREADS>(qs, q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
+                                                 CFG::SQ - q0, CFG::D);
+    load_tile_async<T, BC, CFG::DP, QP, THREADS>(ks0, kt, CFG::K_ROW, CFG::K_COL, CFG::SK, CFG::D);
+    load_tile_async<T, BC, CFG::DVP, VP, THREADS>(vs0, v, CFG::V_ROW, CFG::V_COL, CFG::SK, CFG::DV);
     cx_cp_async_commit();
     cx_cp_async_wait<0>();
     __syncthreads();
@@ -289,12 +307,12 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
         // the end of the previous iteration), then wait for this tile's.
         const int next = j0 + BC;
         if (next < CFG::SK) {
-            load_tile_async<T, BC, CFG::DP, QP>(ks0 + ((tile + 1) % 2) * BC * QP,
-                                                kt + next * CFG::K_ROW, CFG::K_ROW, CFG::K_COL,
-                                                CFG::SK - next, CFG::D);
-            load_tile_async<T, BC, CFG::DVP, VP>(vs0 + ((tile + 1) % 2) * BC * VP,
-                                                 v + next * CFG::V_ROW, CFG::V_ROW, CFG::V_COL,
-                                                 CFG::SK - next, CFG::DV);
+            load_tile_async<T, BC, CFG::DP, QP, THREADS>(ks0 + ((tile + 1) % 2) * BC * QP,
+                                                         kt + next * CFG::K_ROW, CFG::K_ROW,
+                                                         CFG::K_COL, CFG::SK - next, CFG::D);
+            load_tile_async<T, BC, CFG::DVP, VP, THREADS>(vs0 + ((tile + 1) % 2) * BC * VP,
+                                                          v + next * CFG::V_ROW, CFG::V_ROW,
+                                                          CFG::V_COL, CFG::SK - next, CFG::DV);
             cx_cp_async_commit();
             cx_cp_async_wait<1>();
         } else {

@@ -31,34 +31,54 @@ template <int ROWS> __device__ __forceinline__ unsigned swizzled_chunk(int r, in
 }
 
 // Copies a ROWS x COLS tile (row r, column c at src + r * row_stride + c * col_stride; rows
-// past valid_rows zero) into the swizzled layout at shared address dst: cp.async 16 bytes at a
-// time where the source allows it, element by element otherwise. The caller commits, waits
-// and fences for the async proxy.
-template <class T, int ROWS, int COLS>
+// past valid_rows zero) into the swizzled layout at shared address dst, with the block's THREADS
+// threads: cp.async 16 bytes at a time where the source allows it, element by element otherwise.
+// The caller commits, waits and fences for the async proxy.
+//
+// In the 16-byte form each thread keeps one column chunk and takes every (THREADS / chunks)-th
+// row. That step is a multiple of 8 rows, so the chunk's swizzled position within its row never
+// changes and the loop unrolls to one cp.async per chunk at constant offsets from the thread's
+// first row: the copies of a tile are no longer the bulk of the instructions the compute warps
+// issue (an index division, a swizzle and a 64-bit address for each 16 bytes before).
+template <class T, int ROWS, int COLS, int THREADS>
 __device__ __forceinline__ void load_swizzled(unsigned dst, T* dst_generic, const T* src,
                                               long long row_stride, long long col_stride,
                                               int valid_rows) {
-    constexpr int chunks = COLS / 8;
+    constexpr int chunks = COLS / 8, step = THREADS / chunks;
+    static_assert(THREADS % chunks == 0 && step % 8 == 0 && ROWS % step == 0,
+                  "whole rows of chunks per pass, a multiple of the swizzle's 8 rows");
     const bool vector = col_stride == 1 && row_stride % 8 == 0 &&
                         (reinterpret_cast<unsigned long long>(src) & 15) == 0;
-    for (int i = threadIdx.x; i < ROWS * chunks; i += blockDim.x) {
-        const int r = i / chunks, c = i % chunks;
-        const unsigned offset = swizzled_chunk<ROWS>(r, c);
-        const bool full = r < valid_rows;
-        if (vector) {
-            cx_cp_async<16>(dst + offset,
-                            full ? static_cast<const void*>(src + r * row_stride + c * 8)
-                                 : static_cast<const void*>(src),
-                            full);
-        } else {
-            T* d = dst_generic + offset / sizeof(T);
+    const int r0 = int(threadIdx.x) / chunks, c = int(threadIdx.x) % chunks;
+    if (vector) {
+        const unsigned d0 = dst + swizzled_chunk<ROWS>(r0, c);
+        const T* const s0 = src + r0 * row_stride + c * 8;
+        if (valid_rows >= ROWS) {
 #pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                T v;
-                v.bits = 0;
-                if (full) v = src[r * row_stride + (c * 8 + e) * col_stride];
-                d[e] = v;
+            for (int k = 0; k < ROWS / step; ++k)
+                cx_cp_async<16>(d0 + unsigned(k * step) * 128u, s0 + k * step * row_stride, true);
+        } else {
+#pragma unroll
+            for (int k = 0; k < ROWS / step; ++k) {
+                const bool full = r0 + k * step < valid_rows;
+                cx_cp_async<16>(d0 + unsigned(k * step) * 128u,
+                                full ? static_cast<const void*>(s0 + k * step * row_stride)
+                                     : static_cast<const void*>(src),
+                                full);
             }
+        }
+        return;
+    }
+#pragma unroll 1
+    for (int k = 0; k < ROWS / step; ++k) {
+        const int r = r0 + k * step;
+        T* d = dst_generic + swizzled_chunk<ROWS>(r, c) / sizeof(T);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            T v;
+            v.bits = 0;
+            if (r < valid_rows) v = src[r * row_stride + (c * 8 + e) * col_stride];
+            d[e] = v;
         }
     }
 }
@@ -71,7 +91,7 @@ cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* _
                    const TB* __restrict__ bias, TO* __restrict__ out, unsigned char* smem) {
     using namespace cx_attention_detail;
     constexpr int BC = CFG::BC, BR = CFG::WARPS * 16, DP = CFG::DP, DVP = CFG::DVP;
-    constexpr int NS = BC / 8, NV = DVP / 8;
+    constexpr int NS = BC / 8, NV = DVP / 8, THREADS = CFG::WARPS * 32;
     static_assert(CFG::WARPS % 4 == 0 && CFG::MT == 1, "whole warpgroups, 16 rows a warp");
     static_assert(DP % 64 == 0 && DVP % 64 == 0, "tiles of whole 64-column regions");
     constexpr unsigned Q_BYTES = BR * DP * 2, K_BYTES = BC * DP * 2, V_BYTES = BC * DVP * 2;
@@ -88,17 +108,17 @@ cx_attention_wgmma(const T* __restrict__ q, const T* __restrict__ kt, const T* _
     // Key tile i in k buffer i % 2, value tile i in v buffer i % 2.
     auto load_k = [&](int tile) {
         const unsigned d = ks0 + (tile % 2) * K_BYTES;
-        load_swizzled<T, BC, DP>(d, generic_at(d), kt + tile * BC * CFG::K_ROW, CFG::K_ROW,
-                                 CFG::K_COL, CFG::SK - tile * BC);
+        load_swizzled<T, BC, DP, THREADS>(d, generic_at(d), kt + tile * BC * CFG::K_ROW, CFG::K_ROW,
+                                          CFG::K_COL, CFG::SK - tile * BC);
     };
     auto load_v = [&](int tile) {
         const unsigned d = vs0 + (tile % 2) * V_BYTES;
-        load_swizzled<T, BC, DVP>(d, generic_at(d), v + tile * BC * CFG::V_ROW, CFG::V_ROW,
-                                  CFG::V_COL, CFG::SK - tile * BC);
+        load_swizzled<T, BC, DVP, THREADS>(d, generic_at(d), v + tile * BC * CFG::V_ROW, CFG::V_ROW,
+                                           CFG::V_COL, CFG::SK - tile * BC);
     };
     constexpr int TILES = (CFG::SK + BC - 1) / BC;
-    load_swizzled<T, BR, DP>(qs, generic_at(qs), q + q0 * CFG::Q_ROW, CFG::Q_ROW, CFG::Q_COL,
-                             CFG::SQ - q0);
+    load_swizzled<T, BR, DP, THREADS>(qs, generic_at(qs), q + q0 * CFG::Q_ROW, CFG::Q_ROW,
+                                      CFG::Q_COL, CFG::SQ - q0);
     load_k(0);
     if (CFG::PIPELINED && TILES > 1) load_k(1);
     load_v(0);
