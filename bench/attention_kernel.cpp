@@ -26,9 +26,17 @@
 namespace conflux::bench {
 namespace {
 
+// A padding mask as an additive bias (0 or -10000; batch entry b masks its last 8 * (b % 4)
+// keys): none, [B, 1, 1, S] broadcast over heads and rows (the older Hugging Face exports, and
+// the newer ones once simplify drops their all-true term), or [B, 1, S, S] (the newer ones as
+// exported: the same mask materialised per row).
+enum class mask_kind { none, per_key, per_row };
+
 struct attention_shape {
     std::string name;
     std::size_t batch, heads, seq, head_dim;
+    mask_kind mask = mask_kind::none;
+    dims mask_lens() const { return {batch, 1, mask == mask_kind::per_row ? seq : 1, seq}; }
     double flops() const { return 4.0 * double(batch * heads) * double(seq) * seq * head_dim; }
 };
 
@@ -44,7 +52,21 @@ const std::vector<attention_shape> shapes{
     {"vit_b1_197_d64", 1, 12, 197, 64},
     // Batch 32 of BERT-base (the zoo's hf_bert): 384 heads of 128 queries, two key tiles each.
     {"bert_b32_128_d64", 32, 12, 128, 64},
+    // The same with BERT's padding mask, in both forms the exporters write.
+    {"bert_b32_128_d64_mask", 32, 12, 128, 64, mask_kind::per_key},
+    {"bert_b32_128_d64_rowmask", 32, 12, 128, 64, mask_kind::per_row},
 };
+
+// The mask's values (mask_lens, row-major).
+std::vector<float> mask_values(const attention_shape& s) {
+    const dims lens = s.mask_lens();
+    std::vector<float> values;
+    for (std::size_t b = 0; b < lens[0]; ++b)
+        for (std::size_t r = 0; r < lens[2]; ++r)
+            for (std::size_t j = 0; j < lens[3]; ++j)
+                values.push_back(j + 8 * (b % 4) >= s.seq ? -10000.0f : 0.0f);
+    return values;
+}
 
 // q, k, v [batch, heads, seq, d]; fused: the attention op on q, k^T (a view), v; unfused: the
 // chain the exporters write.
@@ -57,14 +79,23 @@ program build(const attention_shape& s, bool fused) {
     auto v = m.add_parameter("v", x);
     auto kt = m.add_instruction(op::transpose{{0, 1, 3, 2}}, {k});
     const float scale = 1.0f / std::sqrt(float(s.head_dim));
+    const dims score_lens{s.batch, s.heads, s.seq, s.seq};
+    instruction_ref bias = nullptr;
+    if (s.mask != mask_kind::none)
+        bias = m.add_instruction(op::broadcast{score_lens},
+                                 {m.add_parameter("mask", shape{dtype::f16, s.mask_lens()})});
     if (fused) {
-        m.add_return({m.add_instruction(op::attention{scale, false}, {q, kt, v})});
+        std::vector<instruction_ref> inputs{q, kt, v};
+        if (bias) inputs.push_back(bias);
+        m.add_return({m.add_instruction(op::attention{scale, false}, inputs)});
         return p;
     }
     auto scores = m.add_instruction(op::dot{}, {q, kt});
     auto c = m.add_literal(from_vector(dtype::f16, {}, std::vector<float>{scale}));
     auto cb = m.add_instruction(op::broadcast{scores->get_shape().lens()}, {c});
     auto scaled = m.add_instruction(op::make_elementwise(op::elementwise_kind::mul), {scores, cb});
+    if (bias)
+        scaled = m.add_instruction(op::make_elementwise(op::elementwise_kind::add), {scaled, bias});
     auto probabilities = m.add_instruction(op::softmax{3}, {scaled});
     m.add_return({m.add_instruction(op::dot{}, {probabilities, v})});
     return p;
@@ -82,6 +113,8 @@ int run(const std::string& only, bool check, bool every_config) {
                 x = dist(rng);
             params[n] = from_vector(dtype::f16, {s.batch, s.heads, s.seq, s.head_dim}, values);
         }
+        if (s.mask != mask_kind::none)
+            params["mask"] = from_vector(dtype::f16, s.mask_lens(), mask_values(s));
         nlohmann::json row{{"shape", s.name},
                            {"batch", s.batch},
                            {"heads", s.heads},
@@ -157,7 +190,10 @@ int main(int argc, char** argv) {
                          {"batch", s.batch},
                          {"heads", s.heads},
                          {"seq", s.seq},
-                         {"head_dim", s.head_dim}});
+                         {"head_dim", s.head_dim},
+                         {"mask", s.mask == conflux::bench::mask_kind::none      ? "none"
+                                  : s.mask == conflux::bench::mask_kind::per_key ? "per_key"
+                                                                                 : "per_row"}});
         std::cout << j.dump() << "\n";
         return 0;
     }

@@ -15,21 +15,31 @@ import subprocess
 import sys
 
 
-def sdpa_ms(batch, heads, seq, d):
+def sdpa_ms(batch, heads, seq, d, mask="none"):
+    """The median of 7 windows of 20 calls. mask: as the bench's shape says (none, per_key
+    [B, 1, 1, S] or per_row [B, 1, S, S]), the same values: batch entry b masks its last
+    8 * (b % 4) keys with -10000."""
     import torch
     import torch.nn.functional as F
     q, k, v = (torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.half)
                for _ in range(3))
+    bias = None
+    if mask != "none":
+        keys = torch.arange(seq, device="cuda")
+        masked = keys[None, :] + 8 * (torch.arange(batch, device="cuda")[:, None] % 4) >= seq
+        bias = torch.where(masked, -10000.0, 0.0).half()[:, None, None, :]
+        if mask == "per_row":
+            bias = bias.expand(batch, 1, seq, seq).contiguous()
     with torch.no_grad():
         for _ in range(10):
-            F.scaled_dot_product_attention(q, k, v)
+            F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
         torch.cuda.synchronize()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         windows = []
         for _ in range(7):
             s.record()
             for _ in range(20):
-                F.scaled_dot_product_attention(q, k, v)
+                F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
             e.record()
             e.synchronize()
             windows.append(s.elapsed_time(e) / 20)
@@ -52,7 +62,7 @@ def main():
           f"{'TFLOP/s':>8} {'conflux/sdpa':>12} check")
     for s in shapes:
         r = by_name.get(s["name"], {"shape": s["name"], "error": "no result"})
-        ms = sdpa_ms(s["batch"], s["heads"], s["seq"], s["head_dim"])
+        ms = sdpa_ms(s["batch"], s["heads"], s["seq"], s["head_dim"], s.get("mask", "none"))
         flops = 4.0 * s["batch"] * s["heads"] * s["seq"] ** 2 * s["head_dim"]
         r["sdpa_ms"] = ms
         r["sdpa_tflops"] = flops / (ms * 1e-3) / 1e12
