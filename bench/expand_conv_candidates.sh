@@ -7,10 +7,9 @@
 # @8 is the convolution under test) and `conflux perf`'s launches with the winners.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-bin=${CONFLUX:-.gpu/bin/conflux}
 OUT=${OUT:-/tmp/conflux-expand-out}
-mkdir -p "$OUT"
+. bench/device_env.sh
+bin=${CONFLUX:-.gpu/bin/conflux}
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(e1 e2 e3 e4 e5 e6 e7 e8 e9)
 for e in "${models[@]}"; do

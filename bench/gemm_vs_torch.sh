@@ -9,7 +9,7 @@
 # Build and pack first with `scripts/gpu_suite.sh pack`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. bench/device_env.sh
 date -u +"%Y-%m-%d %H:%M UTC"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ "${1:-}" = tma ]; then

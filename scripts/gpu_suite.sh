@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The GPU suite in one device call.
-#   scripts/gpu_suite.sh pack   here: build, then put the binaries and the ONNX test data in .gpu/
-#                               (ignored by git; carried to the device with `carry: [".gpu"]`)
+#   scripts/gpu_suite.sh pack   here: build, then put the binaries, the ONNX test data and the
+#                               Python package in .gpu/pack.txz (ignored by git; carried to the
+#                               device with `carry: [".gpu"]`; the scripts that run there unpack
+#                               it, bench/device_env.sh). Binaries for an A/B go beside it, e.g.
+#                               .gpu/old/conflux, uncompressed
 #   scripts/gpu_suite.sh run    on the GPU machine, from the repository root: every GPU test,
 #                               a summary table printed last and in $OUT/summary.txt, the logs
 #                               in $OUT/suite_logs.tgz, and $OUT/suite.done once the GPU is free
@@ -36,13 +39,14 @@ pack() {
     if [ -n "$gpu_python" ] && [ -x "$gpu_python" ]; then
         scripts/python_module_for.sh "$gpu_python" .gpu/python
     fi
-    du -sh .gpu
+    (cd .gpu && tar cJf pack.txz bin testdata.txz $([ -d python ] && echo python) &&
+        rm -rf bin testdata.txz python)
+    du -sh .gpu/pack.txz
 }
 
 run() {
     OUT=${OUT:-/tmp/conflux-gpu-out}
-    mkdir -p "$OUT"
-    export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    . bench/device_env.sh
     export CONFLUX_KERNEL_CACHE=/tmp/conflux-kernels
     local bin=.gpu/bin data=/tmp/onnx-testdata
     mkdir -p $data && tar xJf .gpu/testdata.txz -C $data

@@ -28,8 +28,7 @@ pack() {
 
 run() {
     OUT=${OUT:-/tmp/conflux-bench-out}
-    mkdir -p "$OUT"
-    export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    . bench/device_env.sh # a compressed .gpu pack unpacked, for BENCH_CONFLUX=.gpu/bin/conflux
     local state=.bench-pack/state
     [ -f $state/problems.sqlite ] && cp $state/problems.sqlite "$OUT/problems.sqlite" &&
         chmod u+w "$OUT/problems.sqlite"
