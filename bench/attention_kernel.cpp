@@ -32,6 +32,18 @@ namespace {
 // exported: the same mask materialised per row).
 enum class mask_kind { none, per_key, per_row };
 
+// As attention_vs_sdpa.py reads it from --list.
+const char* to_string(mask_kind k) {
+    switch (k) {
+    case mask_kind::per_key:
+        return "per_key";
+    case mask_kind::per_row:
+        return "per_row";
+    default:
+        return "none";
+    }
+}
+
 struct attention_shape {
     std::string name;
     std::size_t batch, heads, seq, head_dim;
@@ -191,9 +203,7 @@ int main(int argc, char** argv) {
                          {"heads", s.heads},
                          {"seq", s.seq},
                          {"head_dim", s.head_dim},
-                         {"mask", s.mask == conflux::bench::mask_kind::none      ? "none"
-                                  : s.mask == conflux::bench::mask_kind::per_key ? "per_key"
-                                                                                 : "per_row"}});
+                         {"mask", conflux::bench::to_string(s.mask)}});
         std::cout << j.dump() << "\n";
         return 0;
     }
