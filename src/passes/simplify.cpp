@@ -3,8 +3,9 @@
 // transposes/reshapes), simplify_transpose_elementwise.cpp (moving transposes so they cancel),
 // simplify_reshape_elementwise.cpp (reshapes after the scalar-constant ops that follow them),
 // simplify_gather.cpp, simplify_pool.cpp (global pooling as a reduction), simplify_dot.cpp
-// (batched products of one shared matrix as one product) and simplify_gelu.cpp (the exporters'
-// five-op GELU as one op).
+// (batched products of one shared matrix as one product), simplify_gelu.cpp (the exporters'
+// five-op GELU as one op) and simplify_broadcast_elementwise.cpp (logical ops a constant does not
+// decide, elementwise ops computed once along the axes all their inputs repeat on).
 #include "conflux/passes/simplify.hpp"
 
 #include "conflux/ops/elementwise.hpp"
@@ -78,7 +79,8 @@ void simplify::apply(module& m) const {
                 find_transpose_through_concat(m, ins) || find_reshape_through_elementwise(m, ins) ||
                 find_constant_sum(m, ins) || find_gather_constant_index(m, ins) ||
                 find_global_pool(m, ins) || find_dot_of_a_shared_matrix(m, ins) ||
-                find_gelu(m, ins) || find_rms_norm(m, ins);
+                find_gelu(m, ins) || find_rms_norm(m, ins) || find_undeciding_constant(m, ins) ||
+                find_elementwise_of_broadcasts(m, ins);
         }
         dce{}.apply(m);
         if (!changed) return;

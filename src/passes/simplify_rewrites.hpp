@@ -38,6 +38,10 @@ bool find_constant_of_broadcasts(module& m, instruction_ref ins, const fold_opti
 bool find_conv_batch_norm(module& m, instruction_ref ins);
 bool find_batch_norm_affine(module& m, instruction_ref ins);
 
+// simplify_broadcast_elementwise.cpp
+bool find_undeciding_constant(module& m, instruction_ref ins);
+bool find_elementwise_of_broadcasts(module& m, instruction_ref ins);
+
 // simplify_views.cpp
 bool find_identity_view(module& m, instruction_ref ins);
 bool find_nested_transpose(module& m, instruction_ref ins);

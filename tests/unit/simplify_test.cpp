@@ -428,13 +428,15 @@ TEST(simplify, moves_transposes_through_a_product_with_a_broadcast_of_a_transpos
     EXPECT_EQ(count_named(p.main(), "transpose"), 0u) << p.to_string();
     EXPECT_NE(p.to_string().find("broadcast{\"out_lens\":[2,5,6,3]}"), std::string::npos)
         << p.to_string();
-    // Only broadcasts of transposes (no transposed input of its own): nothing moves.
+    // Only broadcasts of transposes (no transposed input of its own): nothing moves. (A relu of
+    // the broadcast alone would be computed before it, on s's 6 values: simplify_broadcast_
+    // elementwise.)
     auto only_broadcasts = [](module& m) {
         auto s = m.add_parameter("s", f32({2, 1, 1, 3}));
         auto z = m.add_parameter("z", f32({2, 3, 5, 6}));
         auto ts = m.add_instruction(op::transpose{{0, 3, 1, 2}}, {s});
         auto bs = m.add_instruction(op::broadcast{{2, 3, 5, 6}}, {ts});
-        m.add_return({m.add_instruction(ew(relu), {bs}), m.add_instruction(ew(mul), {bs, z})});
+        m.add_return({m.add_instruction(ew(add), {bs, z}), m.add_instruction(ew(mul), {bs, z})});
     };
     EXPECT_EQ(transform_and_print(only_broadcasts, run_simplify), text_of(only_broadcasts));
 }
@@ -728,6 +730,89 @@ TEST(simplify, an_elementwise_op_of_broadcast_constants_folds_to_its_distinct_va
     };
     auto q = test::transform_and_compare(varying, run_simplify, 0);
     EXPECT_EQ(count_named(q.main(), "mul"), 0u) << q.to_string(); // folded whole
+}
+
+namespace {
+
+// Hugging Face's encoder mask as transformers 5 writes it: where(and(all_true[1, 1, 4, 1],
+// x[b, 1, 1, 5] > 0), 0, -10000) over [2, 1, 4, 5], added to scores. `constant` is the value of
+// the [1, 1, 4, 1] operand, `kind` the logical op.
+test::module_builder encoder_mask(std::vector<float> constant, op::elementwise_kind kind) {
+    return [constant = std::move(constant), kind](module& m) {
+        const dims lens{2, 1, 4, 5};
+        auto x = m.add_parameter("x", f32({2, 5}));
+        auto scores = m.add_parameter("scores", f32(lens));
+        auto zero = m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{0}));
+        auto low = m.add_literal(from_vector(dtype::f32, {}, std::vector<float>{-10000}));
+        auto keep = m.add_instruction(ew(op::elementwise_kind::greater),
+                                      {x, m.add_instruction(op::broadcast{{2, 5}}, {zero})});
+        auto rows = m.add_literal(from_vector(dtype::boolean, {1, 1, 4, 1}, constant));
+        auto both = m.add_instruction(
+            ew(kind), {m.add_instruction(op::broadcast{lens}, {rows}),
+                       m.add_instruction(op::broadcast{lens},
+                                         {m.add_instruction(op::reshape{{2, 1, 1, 5}}, {keep})})});
+        auto bias = m.add_instruction(ew(op::elementwise_kind::where),
+                                      {both, m.add_instruction(op::broadcast{lens}, {zero}),
+                                       m.add_instruction(op::broadcast{lens}, {low})});
+        m.add_return({m.add_instruction(ew(add), {scores, bias})});
+    };
+}
+
+// The elements of the (only) where's result in `m`.
+std::size_t where_elements(const module& m) {
+    for (const auto& ins : m)
+        if (ins.name() == "where") return ins.get_shape().elements();
+    return 0;
+}
+
+} // namespace
+
+// The all-true operand decides nothing: the and goes, and the where is computed once per batch
+// entry and key (10 elements) and broadcast over the query rows, as the attention kernel reads
+// a bias with a zero row stride.
+TEST(simplify, an_all_true_and_goes_and_the_mask_is_computed_once_per_row) {
+    auto p = test::transform_and_compare(
+        encoder_mask({1, 1, 1, 1}, op::elementwise_kind::logical_and), run_simplify, 0);
+    EXPECT_EQ(count_named(p.main(), "and"), 0u) << p.to_string();
+    EXPECT_EQ(where_elements(p.main()), 10u) << p.to_string();
+    // or with all false likewise.
+    auto q = test::transform_and_compare(
+        encoder_mask({0, 0, 0, 0}, op::elementwise_kind::logical_or), run_simplify, 0);
+    EXPECT_EQ(count_named(q.main(), "or"), 0u) << q.to_string();
+    EXPECT_EQ(where_elements(q.main()), 10u) << q.to_string();
+}
+
+// A constant that decides some elements stays, and so does the full mask it makes; so does an
+// or with all true (its result is the constant, not the other operand).
+TEST(simplify, a_logical_constant_that_decides_elements_stays) {
+    auto p = test::transform_and_compare(
+        encoder_mask({1, 0, 1, 1}, op::elementwise_kind::logical_and), run_simplify, 0);
+    EXPECT_EQ(count_named(p.main(), "and"), 1u) << p.to_string();
+    EXPECT_EQ(where_elements(p.main()), 40u) << p.to_string();
+    auto q = test::transform_and_compare(
+        encoder_mask({1, 1, 1, 1}, op::elementwise_kind::logical_or), run_simplify, 0);
+    EXPECT_EQ(count_named(q.main(), "or"), 1u) << q.to_string();
+}
+
+// where(all false, a, b) is b; an elementwise op of a broadcast and a full tensor stays whole.
+TEST(simplify, a_where_of_a_constant_condition_is_one_operand) {
+    auto build = [](module& m) {
+        const dims lens{3, 4};
+        auto a = m.add_parameter("a", f32(lens));
+        auto b = m.add_parameter("b", f32({4}));
+        auto never = m.add_literal(from_vector(dtype::boolean, {1}, std::vector<float>{0}));
+        auto w = m.add_instruction(ew(op::elementwise_kind::where),
+                                   {m.add_instruction(op::broadcast{lens}, {never}), a,
+                                    m.add_instruction(op::broadcast{lens}, {b})});
+        m.add_return({m.add_instruction(ew(mul), {w, a})});
+    };
+    auto p = test::transform_and_compare(build, run_simplify, 0);
+    EXPECT_EQ(count_named(p.main(), "where"), 0u) << p.to_string();
+    EXPECT_EQ(count_named(p.main(), "mul"), 1u) << p.to_string();
+    for (const auto& ins : p.main())
+        if (ins.name() == "mul") {
+            EXPECT_EQ(ins.get_shape().lens(), (dims{3, 4})) << p.to_string();
+        }
 }
 
 // GPT-2's NewGELU, with the cube as pow(x, 3) and as x * x * x: the tanh form (alpha 1).
