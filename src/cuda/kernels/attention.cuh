@@ -114,6 +114,35 @@ __device__ __forceinline__ void load_tile_async(T* dst, const T* src, long long 
     }
 }
 
+// The bias of a thread's four scores of an 8-key block (s's order: keys j and j + 1 of row
+// row0, then of row0 + 8), 0 past the last key or row. A bias that repeats along the rows
+// (B_ROW 0: a padding mask broadcast over the queries) is read once for both rows; two adjacent
+// keys come in one load where they are adjacent and aligned in memory (`pairs`) and the block
+// is not in the last tile.
+template <class CFG, class TB>
+__device__ __forceinline__ void bias_block(const TB* bias, int row0, int j, bool tail, bool pairs,
+                                           float (&b)[4]) {
+    auto row_pair = [&](int row, float& lo, float& hi) {
+        const TB* p = bias + row * CFG::B_ROW + j * CFG::B_COL;
+        if (pairs && !tail) {
+            const cx_packed<TB, 2> v = *reinterpret_cast<const cx_packed<TB, 2>*>(p);
+            lo = float(cx_load(&v.v[0]));
+            hi = float(cx_load(&v.v[1]));
+        } else {
+            lo = j < CFG::SK ? float(cx_load(p)) : 0.0f;
+            hi = j + 1 < CFG::SK ? float(cx_load(p + CFG::B_COL)) : 0.0f;
+        }
+    };
+    b[0] = b[1] = b[2] = b[3] = 0.0f;
+    if (CFG::B_ROW == 0 || row0 < CFG::SQ) row_pair(row0, b[0], b[1]);
+    if constexpr (CFG::B_ROW == 0) {
+        b[2] = b[0];
+        b[3] = b[1];
+    } else if (row0 + 8 < CFG::SQ) {
+        row_pair(row0 + 8, b[2], b[3]);
+    }
+}
+
 // One online-softmax step of this thread's two rows of a 16-row tile (row0 = its row g, and
 // row0 + 8) over one tile of keys starting at j0. s holds the scores of NS blocks of 8 keys in
 // the accumulator layout of mma.sync and wgmma alike (s[4n + e]: row g for e < 2, else g + 8;
@@ -136,19 +165,26 @@ __device__ __forceinline__ void softmax_step(float* s, const TB* bias, int row0,
     constexpr float scale_log2 = CFG::SCALE * log2e;
     constexpr float exp_factor = RAW ? scale_log2 : 1.0f;
     float tile_max[2] = {ninf, ninf};
+    bool pairs = false;
+    if constexpr (CFG::HAS_BIAS)
+        pairs = CFG::B_COL == 1 && CFG::B_ROW % 2 == 0 &&
+                reinterpret_cast<unsigned long long>(bias) % (2 * sizeof(TB)) == 0;
 #pragma unroll
-    for (int n = 0; n < NS; ++n)
+    for (int n = 0; n < NS; ++n) {
+        float b[4];
+        if constexpr (CFG::HAS_BIAS)
+            bias_block<CFG>(bias, row0, j0 + n * 8 + t4 * 2, tail, pairs, b);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2, row = row0 + r * 8;
+            const int r = e / 2, j = j0 + n * 8 + t4 * 2 + e % 2;
             float x = RAW ? s[4 * n + e] : s[4 * n + e] * scale_log2;
-            if (CFG::HAS_BIAS && j < CFG::SK && row < CFG::SQ)
-                x = fmaf(s[4 * n + e], scale_log2,
-                         cx_load(bias + row * CFG::B_ROW + j * CFG::B_COL) * log2e);
+            // Past the last row or key the bias is 0: the product alone, as without one.
+            if (CFG::HAS_BIAS) x = fmaf(s[4 * n + e], scale_log2, b[e] * log2e);
             if (tail && j >= CFG::SK) x = ninf;
             s[4 * n + e] = x;
             tile_max[r] = fmaxf(tile_max[r], x);
         }
+    }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
