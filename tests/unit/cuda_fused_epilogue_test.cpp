@@ -168,15 +168,24 @@ TEST(CudaFusedEpilogue, AlignedExtraInputsAreReadAVectorAtATime) {
     f.e.input_offsets = {0, 0, 0};
     EXPECT_TRUE(vector_loads_of("in1"));
     EXPECT_TRUE(vector_loads_of("in2"));
-    const kernel_source k = generate_gemm_kernel(f.problem, config("64x32x32_w2x1_s3_k1"),
-                                                 fused_epilogue(f.problem, f.e), "cx_vec_test");
-    EXPECT_NO_THROW(nvrtc_compile(k, "sm_90")) << k.code;
+    // The walk then issues several chunks' vector reads before it stores any.
+    EXPECT_TRUE(fused_epilogue(f.problem, f.e).batched_loads);
+    for (const char* text : {"64x32x32_w2x1_s3_k1", "128x64x64_w8x1_s4_k1_wgmma_pp"}) {
+        const kernel_source k = generate_gemm_kernel(f.problem, config(text),
+                                                     fused_epilogue(f.problem, f.e), "cx_vec_test");
+        EXPECT_NE(k.code.find("cx_gemm_staged_walk_batched<"), std::string::npos) << k.code;
+        EXPECT_NO_THROW(nvrtc_compile(
+            k, std::string(text).find("wgmma") == std::string::npos ? "sm_90" : "sm_90a"))
+            << text << "\n"
+            << k.code;
+    }
     f.e.input_offsets = {0, 16, 3};
     EXPECT_TRUE(vector_loads_of("in1"));
     EXPECT_FALSE(vector_loads_of("in2"));
     f.e.input_offsets.clear();
     EXPECT_FALSE(vector_loads_of("in1"));
     EXPECT_FALSE(vector_loads_of("in2"));
+    EXPECT_FALSE(fused_epilogue(f.problem, f.e).batched_loads);
 }
 
 TEST(CudaFusedEpilogue, AReshapeThatKeepsEightColumnsTogetherStoresVectors) {

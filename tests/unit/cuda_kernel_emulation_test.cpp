@@ -475,7 +475,8 @@ TEST(CudaKernelEmulation, ReductionProgramsMatchTheReference) {
 // residual 0, 8 or 3 elements into its buffer. cx_epilogue_vec, which reads the inputs a vector
 // at a time where they are aligned (not the residual at 3), must give the bits of cx_epilogue,
 // which reads them element by element, and of the reference target on the module, and make no
-// vector access off its alignment (the shim reports one).
+// vector access off its alignment (the shim reports one). So must cx_epilogue_load followed by
+// cx_epilogue_vec_loaded, the split the batched walk calls (gemm.cuh).
 TEST(CudaKernelEmulation, FusedEpilogueVectorLoadsMatchTheScalarPathAndTheReference) {
     const dims lens{2, 6, 5, 32};
     const shape out{dtype::f16, lens};
@@ -513,6 +514,7 @@ TEST(CudaKernelEmulation, FusedEpilogueVectorLoadsMatchTheScalarPathAndTheRefere
         EXPECT_NE(g.code.find("*>(in1 + "), std::string::npos) << g.code;
         EXPECT_NE(g.code.find("cx_packed<float, 4>"), std::string::npos) << g.code;
         EXPECT_EQ(g.code.find("*>(in3 + ") != std::string::npos, offset % 8 == 0) << g.code;
+        EXPECT_TRUE(g.batched_loads); // the bias is read a vector at a time at every offset
 
         // One thread per eight columns (vector) or per column (scalar), a block per row.
         std::string parameters = "const float* cx_acc", arguments;
@@ -522,9 +524,10 @@ TEST(CudaKernelEmulation, FusedEpilogueVectorLoadsMatchTheScalarPathAndTheRefere
             arguments += ", " + q;
         static int serial = 0;
         const std::string id = std::to_string(serial++);
-        kernel_source vec, scalar;
+        kernel_source vec, scalar, loaded;
         vec.entry = "cx_epilogue_vec_test" + id;
         scalar.entry = "cx_epilogue_scalar_test" + id;
+        loaded.entry = "cx_epilogue_loaded_test" + id;
         const std::string functions = "#include \"conflux/types.cuh\"\n" + g.code;
         vec.code =
             functions + "extern \"C\" __global__ void " + vec.entry + "(" + parameters +
@@ -532,26 +535,37 @@ TEST(CudaKernelEmulation, FusedEpilogueVectorLoadsMatchTheScalarPathAndTheRefere
             "    float v[8];\n    for (int l = 0; l < 8; ++l) v[l] = cx_acc[m * 32 + n + l];\n"
             "    cx_epilogue_vec(v, 0, m, n" +
             arguments + ");\n}\n";
+        loaded.code =
+            functions + "extern \"C\" __global__ void " + loaded.entry + "(" + parameters +
+            ") {\n    const long long m = blockIdx.x, n = threadIdx.x * 8;\n"
+            "    cx_epilogue_loads cx_loads;\n    cx_epilogue_load(cx_loads, 0, m, n" +
+            arguments +
+            ");\n    float v[8];\n    for (int l = 0; l < 8; ++l) v[l] = cx_acc[m * 32 + n + l];\n"
+            "    cx_epilogue_vec_loaded(v, cx_loads, 0, m, n" +
+            arguments + ");\n}\n";
         scalar.code = functions + "extern \"C\" __global__ void " + scalar.entry + "(" +
                       parameters +
                       ") {\n    const long long m = blockIdx.x, n = threadIdx.x;\n"
                       "    cx_epilogue(cx_acc[m * 32 + n], 0, m, n" +
                       arguments + ");\n}\n";
-        vec.launch.grid = scalar.launch.grid = {unsigned(rows), 1, 1};
-        vec.launch.block = {unsigned(cols / 8), 1, 1};
+        vec.launch.grid = scalar.launch.grid = loaded.launch.grid = {unsigned(rows), 1, 1};
+        vec.launch.block = loaded.launch.block = {unsigned(cols / 8), 1, 1};
         scalar.launch.block = {unsigned(cols), 1, 1};
 
         std::vector<std::uint16_t> residual(elements + 16, 0x7e00); // NaN around the view
         std::memcpy(residual.data() + offset, residual_values.data(), elements * 2);
-        std::vector<std::uint16_t> got_vec(elements, 0x7c01), got_scalar(elements, 0x7c01);
+        std::vector<std::uint16_t> got_vec(elements, 0x7c01), got_scalar(elements, 0x7c01),
+            got_loaded(elements, 0x7c01);
         auto pointers = [&](std::vector<std::uint16_t>& result) {
             return std::vector<void*>{const_cast<float*>(anchor_values.data()), bias.data(),
                                       scale.data(), residual.data() + offset, result.data()};
         };
-        const emulated_kernels library({vec, scalar});
+        const emulated_kernels library({vec, scalar, loaded});
         ASSERT_EQ(library.run(vec, pointers(got_vec)), "");
         ASSERT_EQ(library.run(scalar, pointers(got_scalar)), "");
+        ASSERT_EQ(library.run(loaded, pointers(got_loaded)), "");
         EXPECT_EQ(got_vec, got_scalar);
+        EXPECT_EQ(got_loaded, got_scalar);
         const auto want = ref::evaluate(
             p,
             {{"anchor", anchor}, {"bias", bias}, {"scale", scale}, {"residual", residual_values}});

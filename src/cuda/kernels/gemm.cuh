@@ -162,6 +162,42 @@ __device__ __forceinline__ void cx_gemm_staged_walk(const S* stage, int tid, Off
     }
 }
 
+// The walk for an epilogue that reads other tensors (a residual, a bias) in whole chunks: the
+// reads of BATCH chunks are issued (load(loads, m, n) into the epilogue's Loads) before any of
+// them is finished (store(m, n, at, loads)). One chunk at a time, a thread waited a memory
+// latency per chunk, as the compiler does not move a load above an earlier chunk's store, and
+// a 1x1 convolution with a residual ran at under half of the memory's bandwidth.
+template <int TILE_M, int TILE_N, int LANES, int THREADS, int STAGE_COLS, bool BY_N, int BATCH,
+          class Loads, class S, class Offset, class Load, class Store>
+__device__ __forceinline__ void cx_gemm_staged_walk_batched(const S* stage, int tid, Offset m0,
+                                                            Offset n0, Offset rows, Offset cols,
+                                                            Load&& load, Store&& store) {
+    constexpr int FAST = BY_N ? TILE_N / LANES : TILE_M;
+    constexpr int CHUNKS = TILE_M * TILE_N / LANES;
+    constexpr int PER_THREAD = (CHUNKS + THREADS - 1) / THREADS;
+    for (int first = 0; first < PER_THREAD; first += BATCH) {
+        Loads loads[BATCH];
+        bool inside[BATCH];
+#pragma unroll
+        for (int j = 0; j < BATCH; ++j) {
+            const int e = tid + (first + j) * THREADS;
+            const int fast = e % FAST * LANES, slow = e / FAST;
+            const Offset m = m0 + (BY_N ? slow : fast);
+            const Offset n = n0 + (BY_N ? fast : slow);
+            inside[j] = first + j < PER_THREAD && e < CHUNKS && m < rows && n < cols;
+            if (inside[j]) load(loads[j], m, n);
+        }
+#pragma unroll
+        for (int j = 0; j < BATCH; ++j) {
+            const int e = tid + (first + j) * THREADS;
+            const int fast = e % FAST * LANES, slow = e / FAST;
+            if (inside[j])
+                store(m0 + (BY_N ? slow : fast), n0 + (BY_N ? fast : slow),
+                      &stage[slow * STAGE_COLS + fast], loads[j]);
+        }
+    }
+}
+
 // LANES consecutive staged values (16 bytes, aligned) widened to the accumulator type.
 template <int LANES, class S, class A>
 __device__ __forceinline__ void cx_gemm_staged_chunk(const S* at, A (&v)[LANES]) {

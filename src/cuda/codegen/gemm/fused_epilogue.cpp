@@ -242,6 +242,9 @@ bool can_fuse(const perf_config& c, const gemm_problem& p, const epilogue_module
 
 namespace {
 
+// Which part of cx_epilogue_vec a function is (epilogue_function).
+enum class vector_part { whole, load, finish };
+
 // Whether return r's `lanes` consecutive n (from a multiple of lanes) are consecutive in its
 // output, so one vector store writes them. The lanes stay on one axis, at a multiple of lanes
 // whose length is a multiple of lanes: a transpose moves that axis; a reshape keeps them
@@ -290,12 +293,17 @@ const char* vector_type(std::size_t bytes) {
 // length 1 has a stride that is a multiple of lanes, and so is the input's element offset in its
 // buffer (buffers start 16-byte aligned: device_pointer_alignment). An input whose offset is not
 // known is read a lane at a time, as is everything else.
+//
+// The vectors can also be read apart from the rest (vector_part, gemm_kernel.hpp's
+// batched_loads): `load` stores them in the fields of cx_epilogue_loads (their types appended to
+// `fields`, in the order of this walk, which is the same in every part), `finish` takes them
+// from there.
 void load_input_vectors(
     const module& m, const epilogue_module& e, const forward_paths& f,
     const std::vector<std::string>& lane_n,
     const std::function<const index_expr&(unsigned, const std::vector<instruction_ref>&)>&
         position_of,
-    index::kernel_writer& w) {
+    vector_part part, std::vector<std::string>* fields, index::kernel_writer& w) {
     const std::size_t lanes = lane_n.size();
     const auto params = m.parameters();
     std::set<std::pair<std::size_t, std::string>> loaded;
@@ -329,14 +337,27 @@ void load_input_vectors(
         const std::size_t pieces = total / piece, per_piece = lanes / pieces;
         const std::string packed =
             "cx_packed<" + storage_type(actual.type()) + ", " + std::to_string(per_piece) + ">";
-        const std::string first = "in" + std::to_string(slot) + " + " + w.offset(at[0], actual);
+        const std::string first = part == vector_part::finish ? ""
+                                                              : "in" + std::to_string(slot) +
+                                                                    " + " + w.offset(at[0], actual);
         std::vector<std::string> vectors;
         for (std::size_t k = 0; k < pieces; ++k) {
+            const std::string read = "*reinterpret_cast<const " + packed + "*>(" + first +
+                                     (k == 0 ? "" : " + " + std::to_string(k * per_piece)) + ")";
+            std::string field;
+            if (part != vector_part::whole) {
+                field = "cx_loads.p" + std::to_string(fields->size());
+                fields->push_back(packed);
+            }
+            if (part == vector_part::load) {
+                w.line(field + " = " + read + ";");
+                continue;
+            }
             vectors.push_back(w.fresh("cx_in"));
-            w.line("const " + packed + " " + vectors.back() + " = *reinterpret_cast<const " +
-                   packed + "*>(" + first + (k == 0 ? "" : " + " + std::to_string(k * per_piece)) +
-                   ");");
+            w.line("const " + packed + " " + vectors.back() + " = " +
+                   (part == vector_part::finish ? field : read) + ";");
         }
+        if (part == vector_part::load) return;
         for (std::size_t l = 0; l < lanes; ++l) {
             const std::string v = w.fresh("v");
             w.line("const " + storage_type(actual.type()) + " " + v + " = " +
@@ -379,14 +400,20 @@ void load_input_vectors(
 
 // cx_epilogue (lanes == 1) or cx_epilogue_vec (the `lanes` elements n .. n + lanes - 1 of row m,
 // their accumulators in v[0 .. lanes)): computes every return at the anchor's positions and
-// stores it.
+// stores it. With lanes > 1, `part` load gives cx_epilogue_load, which only reads the vectors
+// (load_input_vectors) into cx_loads, and finish gives cx_epilogue_vec_loaded, cx_epilogue_vec
+// taking them from cx_loads; `fields` collects cx_epilogue_loads' field types.
 std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, unsigned lanes,
-                              std::string* globals) {
+                              std::string* globals, vector_part part = vector_part::whole,
+                              std::vector<std::string>* fields = nullptr) {
     const module& m = *e.mod;
     const instruction_ref anchor = m.parameters()[e.anchor_slot];
     const dims& lens = anchor->get_shape().lens();
     const auto returns = m.get_return()->inputs();
-    const std::string name = lanes == 1 ? "cx_epilogue" : "cx_epilogue_vec";
+    const std::string name = lanes == 1                    ? "cx_epilogue"
+                             : part == vector_part::load   ? "cx_epilogue_load"
+                             : part == vector_part::finish ? "cx_epilogue_vec_loaded"
+                                                           : "cx_epilogue_vec";
 
     index::kernel_writer w(index::index_type_for(m, e.inputs, e.outputs));
     const std::string& it = w.index_type();
@@ -459,12 +486,15 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
         }
         positions[lane].emplace(std::vector<instruction_ref>{}, at);
         const std::string value = "cx_anchor" + std::to_string(lane);
-        w.line("const " + S + " " + value + " = cx_narrow<" + S + ">(v" +
-               (lanes == 1 ? "" : "[" + std::to_string(lane) + "]") + ");");
+        if (part != vector_part::load)
+            w.line("const " + S + " " + value + " = cx_narrow<" + S + ">(v" +
+                   (lanes == 1 ? "" : "[" + std::to_string(lane) + "]") + ");");
         w.remember_value(anchor, at.key(), value);
     }
-    if (lanes > 1) load_input_vectors(m, e, f, lane_n, position_of, w);
-    for (unsigned lane = 0; lane < lanes; ++lane) {
+    if (lanes > 1) load_input_vectors(m, e, f, lane_n, position_of, part, fields, w);
+    // A load part computes and stores nothing.
+    const std::size_t computed = part == vector_part::load ? 0 : lanes;
+    for (unsigned lane = 0; lane < computed; ++lane) {
         for (const instruction& ins : m) {
             auto found = f.path.find(&ins);
             if (found == f.path.end() || !ins.get_operator().traits().layout_only) continue;
@@ -473,7 +503,7 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
             w.remember_value(&ins, position_of(lane, found->second).key(), v);
         }
     }
-    for (std::size_t r = 0; r < returns.size(); ++r) {
+    for (std::size_t r = 0; r < (computed == 0 ? 0 : returns.size()); ++r) {
         const auto& path = f.path.at(returns[r]);
         const shape& out = e.outputs[r];
         const std::string o = "out" + std::to_string(r);
@@ -514,8 +544,12 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
     const std::string acc = gemm_accumulator_type(p.type);
     // The anchor's slot has no pointer: its value comes in v, and a load of it would not
     // compile, so a position the analysis missed cannot read garbage.
-    return "__device__ __forceinline__ void " + name + "(" +
-           (lanes == 1 ? acc + " v" : "const " + acc + "* v") +
+    const std::string first = lanes == 1                  ? acc + " v"
+                              : part == vector_part::load ? "cx_epilogue_loads& cx_loads"
+                              : part == vector_part::finish
+                                  ? "const " + acc + "* v, const cx_epilogue_loads& cx_loads"
+                                  : "const " + acc + "* v";
+    return "__device__ __forceinline__ void " + name + "(" + first +
            ", long long b, long long m, long long n" + signature + ") {\n" + w.body() + "}\n";
 }
 
@@ -543,6 +577,23 @@ gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
     if (shape_info.walk == store_walk::n_major && shape_info.lanes > 1) {
         vector = epilogue_function(p, e, shape_info.lanes, &globals);
         g.lanes = shape_info.lanes;
+        // The walk can issue several chunks' reads before finishing any (batched_loads) when
+        // the epilogue reads vectors of other tensors.
+        std::vector<std::string> fields, finished;
+        std::string unused;
+        const std::string load =
+            epilogue_function(p, e, shape_info.lanes, &unused, vector_part::load, &fields);
+        if (!fields.empty()) {
+            const std::string finish =
+                epilogue_function(p, e, shape_info.lanes, &globals, vector_part::finish, &finished);
+            CONFLUX_ASSERT(finished == fields, "fused_epilogue: the load and finish parts read ",
+                           fields.size(), " and ", finished.size(), " vectors");
+            std::string loads = "struct cx_epilogue_loads {\n";
+            for (std::size_t i = 0; i < fields.size(); ++i)
+                loads += "    " + fields[i] + " p" + std::to_string(i) + ";\n";
+            vector += loads + "};\n" + load + finish;
+            g.batched_loads = true;
+        }
     }
     g.code = text::include_prelude({"math.cuh"}) + globals + scalar + vector;
     g.walk = shape_info.walk;

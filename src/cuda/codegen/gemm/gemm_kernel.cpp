@@ -325,12 +325,29 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         // walk whose epilogue has cx_epilogue_vec), else one.
         const unsigned lanes =
             by_n && epilogue.lanes > 1 && c.tile_n % epilogue.lanes == 0 ? epilogue.lanes : 1;
-        std::string w = in + "cx_gemm_staged_walk<" + std::to_string(c.tile_m) + ", " +
-                        std::to_string(c.tile_n) + ", " + std::to_string(lanes) + ", " +
-                        std::to_string(threads) + ", " + std::to_string(stage_cols) + ", " +
-                        (by_n ? "true" : "false") +
-                        ">(cx_stage, cx_tid, cx_m0, cx_n0, (cx_offset)" +
-                        text::integer_literal(p.m) + ", (cx_offset)" + text::integer_literal(p.n) +
+        const std::string shape = std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) +
+                                  ", " + std::to_string(lanes) + ", " + std::to_string(threads) +
+                                  ", " + std::to_string(stage_cols) + ", " +
+                                  (by_n ? "true" : "false");
+        const std::string walk_args = "(cx_stage, cx_tid, cx_m0, cx_n0, (cx_offset)" +
+                                      text::integer_literal(p.m) + ", (cx_offset)" +
+                                      text::integer_literal(p.n);
+        if (lanes > 1 && epilogue.batched_loads) {
+            // Four chunks' reads in flight per thread (gemm.cuh).
+            return in + "cx_gemm_staged_walk_batched<" + shape + ", 4, cx_epilogue_loads>" +
+                   walk_args + ",\n" + in2 +
+                   "[&](cx_epilogue_loads& cx_loads, cx_offset m, cx_offset n) { " +
+                   gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_load"),
+                                           "cx_loads", "m", "n") +
+                   " },\n" + in2 + "[&](cx_offset m, cx_offset n, const " + S +
+                   "* cx_at, const cx_epilogue_loads& cx_loads) {\n" + in2 + "    " +
+                   ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n" + in2 +
+                   "    cx_gemm_staged_chunk(cx_at, cx_v);\n" + in2 + "    " +
+                   gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_vec_loaded"),
+                                           "cx_v, cx_loads", "m", "n") +
+                   "\n" + in2 + "});\n";
+        }
+        std::string w = in + "cx_gemm_staged_walk<" + shape + ">" + walk_args +
                         ", [&](cx_offset m, cx_offset n, const " + S + "* cx_at) {\n";
         if (lanes == 1) {
             w += in2 +

@@ -81,6 +81,14 @@ struct gemm_epilogue {
     // for the elements n .. n + lanes - 1 of row m (n a multiple of lanes, N too), so a thread
     // reads one 16-byte chunk of the staged tile and the index arithmetic is shared.
     unsigned lanes = 1;
+    // lanes > 1 and the epilogue reads vectors of other tensors: `code` also defines
+    //   struct cx_epilogue_loads (those vectors),
+    //   cx_epilogue_load(cx_epilogue_loads& cx_loads, long long b, long long m, long long n,
+    //                    <parameters>), which reads a chunk's vectors into cx_loads, and
+    //   cx_epilogue_vec_loaded(const ACC* v, const cx_epilogue_loads& cx_loads, long long b,
+    //                          long long m, long long n, <parameters>), cx_epilogue_vec with them,
+    // so that a walk can have several chunks' reads in flight (cx_gemm_staged_walk_batched).
+    bool batched_loads = false;
 };
 
 // The shared memory a staged walk parks the block's accumulators in (0 for direct).
