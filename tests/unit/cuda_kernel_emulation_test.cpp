@@ -16,6 +16,7 @@
 #include "conflux/ops/views.hpp"
 #include "conflux/passes/pass_manager.hpp"
 #include "conflux/ref/evaluate.hpp"
+#include "cuda/codegen/gemm/depthwise_kernel.hpp"
 #include "cuda/codegen/gemm/fused_epilogue.hpp"
 #include "cuda/codegen/gemm/gemm_problem.hpp"
 #include "cuda/codegen/generator.hpp"
@@ -37,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <unistd.h>
@@ -86,8 +88,15 @@ public:
         for (std::size_t i = 0; i < kernels.size(); ++i) {
             out << "namespace cx_kernel_" << i << " {\n";
             std::istringstream lines(kernels[i].code);
+            // The dynamic shared memory array points at the emulator's block buffer.
+            static const std::regex dynamic_shared(
+                R"(extern __shared__ __align__\(\d+\) ([\w:]+) (\w+)\[\];)");
             for (std::string line; std::getline(lines, line);)
-                if (!line.starts_with("#include")) out << line << "\n";
+                if (!line.starts_with("#include"))
+                    out << std::regex_replace(
+                               line, dynamic_shared,
+                               "$1* const $2 = reinterpret_cast<$1*>(cx_emu.dynamic_shared);")
+                        << "\n";
             out << "}\nextern \"C\" void cx_call_" << i
                 << "(void* const* args) { cx_emulation_call(&cx_kernel_" << i
                 << "::" << kernels[i].entry << ", args); }\n";
@@ -126,7 +135,7 @@ public:
                     const launch_dims& l) const {
         if (handle_ == nullptr) return error_;
         using run_fn = int (*)(void (*)(void* const*), void* const*, const unsigned*,
-                               const unsigned*, char*, std::size_t);
+                               const unsigned*, unsigned, char*, std::size_t);
         auto run_grid = reinterpret_cast<run_fn>(::dlsym(handle_, "cx_emulation_run"));
         const auto at = index_.find(k.entry);
         if (run_grid == nullptr || at == index_.end()) return "no kernel " + k.entry;
@@ -135,7 +144,8 @@ public:
             ::dlsym(handle_, ("cx_call_" + std::to_string(at->second)).c_str()));
         if (call == nullptr) return "no symbol for " + k.entry;
         char why[256] = {};
-        if (run_grid(call, pointers.data(), l.grid.data(), l.block.data(), why, sizeof why) != 0)
+        if (run_grid(call, pointers.data(), l.grid.data(), l.block.data(), l.shared_bytes, why,
+                     sizeof why) != 0)
             return k.entry + ": " + why;
         return "";
     }
@@ -594,6 +604,65 @@ TEST(CudaKernelEmulation, FusedPatternsSplitPathsMatchTheReference) {
     }
     EXPECT_GT(two_way, 0u);
     EXPECT_GT(three_way, 0u);
+    programs.expect_each_matches_the_reference();
+}
+
+// The depthwise kernel family (depthwise_kernel.cpp) on the host: the first candidates of each
+// problem (what quick tuning times: direct and tiled forms, every vector width the dtype
+// allows), forced one at a time, on channels-last depthwise convolutions with a fused bias and
+// relu, against the reference target. Odd sizes leave partial strips, row tiles and channel
+// vectors; a stride and a dilation move the windows. The GPU harness runs every config
+// (tests/gpu/gemm_kernel_test.cpp); this is what CI can check without one.
+TEST(CudaKernelEmulation, DepthwiseConfigsMatchTheReference) {
+    struct layer {
+        std::string name;
+        dims x; // NHWC
+        std::size_t kernel, stride, dilation;
+    };
+    const std::vector<layer> layers = {{"3x3", {1, 9, 10, 16}, 3, 1, 1},
+                                       {"5x5 stride 2", {2, 11, 9, 24}, 5, 2, 1},
+                                       {"7x7", {1, 8, 13, 8}, 7, 1, 1},
+                                       {"3x3 dilation 2", {1, 9, 7, 12}, 3, 1, 2}};
+    constexpr std::size_t configs_per_problem = 6;
+    program_emulation programs;
+    std::vector<std::string> forced;
+    for (const layer& l : layers)
+        for (dtype t : {dtype::f16, dtype::bf16, dtype::f32}) {
+            const std::size_t c = l.x[3], pad = (l.kernel - 1) * l.dilation / 2;
+            const op::convolution conv{
+                {pad, pad, pad, pad}, {l.stride, l.stride}, {l.dilation, l.dilation}, c, true};
+            const shape x{t, l.x}, w{t, {c, l.kernel, l.kernel, 1}};
+            const shape y = conv.compute_shape({x, w});
+            const auto problem = make_gemm_problem(conv, {x, w}, y);
+            ASSERT_TRUE(problem.has_value()) << l.name;
+            ASSERT_TRUE(is_depthwise(*problem)) << l.name;
+            const auto candidates = depthwise_candidates(*problem);
+            ASSERT_GE(candidates.size(), 2u) << l.name;
+            for (std::size_t i = 0; i < std::min(configs_per_problem, candidates.size()); ++i) {
+                lowering_options options;
+                options.perf_config = to_string(candidates[i]);
+                forced.push_back(options.perf_config);
+                programs.add(
+                    l.name + " " + std::string(to_string(t)) + " " + options.perf_config,
+                    [&](module& m) {
+                        auto conv_out = m.add_instruction(
+                            conv, {param(m, "x", t, l.x), param(m, "w", t, w.lens())});
+                        auto bias =
+                            m.add_instruction(op::broadcast{y.lens()}, {param(m, "b", t, {c})});
+                        auto sum = m.add_instruction(
+                            op::make_elementwise(op::elementwise_kind::add), {conv_out, bias});
+                        m.add_return({m.add_instruction(
+                            op::make_elementwise(op::elementwise_kind::relu), {sum})});
+                    },
+                    options);
+            }
+        }
+    // Each forced config is the one that ran, fused with the bias and relu.
+    const auto traces = programs.traces();
+    for (const std::string& config : forced)
+        EXPECT_TRUE(std::any_of(traces.begin(), traces.end(), [&](const std::string& line) {
+            return line.find(" config " + config + " -> fused") != std::string::npos;
+        })) << config;
     programs.expect_each_matches_the_reference();
 }
 

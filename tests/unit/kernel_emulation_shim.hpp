@@ -1,6 +1,7 @@
 // What a generated kernel needs from CUDA to compile as host C++ (force-included by
 // cuda_kernel_emulation_test.cpp), and the emulator that runs it: the qualifiers as nothing
-// (__shared__ as static storage, which the threads of the block being run share), the
+// (__shared__ as static storage, which the threads of the block being run share; the dynamic
+// shared memory as a buffer of the block being run, poisoned before it), the
 // intrinsics the kernel headers use, the 16-bit conversions with the reference target's
 // rounding, and cx_emulation_run, which runs a grid one block at a time with every thread of the
 // block a fiber (ucontext): __syncthreads switches fibers until all of the block's threads have
@@ -30,6 +31,7 @@
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__ static
+#define __align__(n) alignas(n)
 
 struct cx_emulated_dim3 {
     unsigned x = 0, y = 0, z = 0;
@@ -54,6 +56,10 @@ struct cx_emulation {
     ucontext_t scheduler;
     unsigned long long shuffle[32][32] = {}; // per warp and lane: the value being exchanged
     std::string misaligned; // the first vector access at an address not aligned to its size
+    // The block's dynamic shared memory (the kernel's `extern __shared__` array, which the test
+    // rewrites to point here), poisoned before each block as the GPU leaves it undefined.
+    std::vector<unsigned char> dynamic_shared_storage;
+    unsigned char* dynamic_shared = nullptr;
 };
 inline cx_emulation cx_emu;
 
@@ -104,7 +110,8 @@ inline void cx_emulation_thread_main() {
 
 // Runs the grid; 0 when it ran, else 1 with why in `error`.
 extern "C" int cx_emulation_run(void (*call)(void* const*), void* const* args, const unsigned* grid,
-                                const unsigned* block, char* error, std::size_t error_size) {
+                                const unsigned* block, unsigned shared_bytes, char* error,
+                                std::size_t error_size) {
     cx_emu.call = call;
     cx_emu.args = args;
     cx_emu.grid_dim = {grid[0], grid[1], grid[2]};
@@ -115,6 +122,11 @@ extern "C" int cx_emulation_run(void (*call)(void* const*), void* const* args, c
         std::snprintf(error, error_size, "a block of %u threads", n);
         return 1;
     }
+    cx_emu.dynamic_shared_storage.assign(shared_bytes + 1024, 0);
+    cx_emu.dynamic_shared =
+        cx_emu.dynamic_shared_storage.data() +
+        (1024 - reinterpret_cast<std::uintptr_t>(cx_emu.dynamic_shared_storage.data()) % 1024) %
+            1024;
     cx_emu.threads.assign(n, {});
     cx_emu.stacks.resize(n);
     for (auto& s : cx_emu.stacks)
@@ -123,6 +135,7 @@ extern "C" int cx_emulation_run(void (*call)(void* const*), void* const* args, c
         for (unsigned by = 0; by < grid[1]; ++by)
             for (unsigned bx = 0; bx < grid[0]; ++bx) {
                 cx_emu.block = {bx, by, bz};
+                std::memset(cx_emu.dynamic_shared, 0x7f, shared_bytes);
                 for (unsigned i = 0; i < n; ++i) {
                     cx_emulated_thread& t = cx_emu.threads[i];
                     t.state = cx_emulated_thread::runnable;
@@ -226,6 +239,9 @@ using std::isnan;
 
 struct float2 {
     float x, y;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
 };
 inline float2 make_float2(float x, float y) {
     return {x, y};
