@@ -177,24 +177,22 @@ __device__ __forceinline__ void cx_gemm_staged_walk_batched(const S* stage, int 
     constexpr int PER_THREAD = (CHUNKS + THREADS - 1) / THREADS;
     for (int first = 0; first < PER_THREAD; first += BATCH) {
         Loads loads[BATCH];
+        Offset m[BATCH], n[BATCH];
+        int at[BATCH];
         bool inside[BATCH];
 #pragma unroll
         for (int j = 0; j < BATCH; ++j) {
             const int e = tid + (first + j) * THREADS;
             const int fast = e % FAST * LANES, slow = e / FAST;
-            const Offset m = m0 + (BY_N ? slow : fast);
-            const Offset n = n0 + (BY_N ? fast : slow);
-            inside[j] = first + j < PER_THREAD && e < CHUNKS && m < rows && n < cols;
-            if (inside[j]) load(loads[j], m, n);
+            m[j] = m0 + (BY_N ? slow : fast);
+            n[j] = n0 + (BY_N ? fast : slow);
+            at[j] = slow * STAGE_COLS + fast;
+            inside[j] = first + j < PER_THREAD && e < CHUNKS && m[j] < rows && n[j] < cols;
+            if (inside[j]) load(loads[j], m[j], n[j]);
         }
 #pragma unroll
-        for (int j = 0; j < BATCH; ++j) {
-            const int e = tid + (first + j) * THREADS;
-            const int fast = e % FAST * LANES, slow = e / FAST;
-            if (inside[j])
-                store(m0 + (BY_N ? slow : fast), n0 + (BY_N ? fast : slow),
-                      &stage[slow * STAGE_COLS + fast], loads[j]);
-        }
+        for (int j = 0; j < BATCH; ++j)
+            if (inside[j]) store(m[j], n[j], &stage[at[j]], loads[j]);
     }
 }
 

@@ -294,10 +294,10 @@ const char* vector_type(std::size_t bytes) {
 // buffer (buffers start 16-byte aligned: device_pointer_alignment). An input whose offset is not
 // known is read a lane at a time, as is everything else.
 //
-// The vectors can also be read apart from the rest (vector_part, gemm_kernel.hpp's
-// batched_loads): `load` stores them in the fields of cx_epilogue_loads (their types appended to
-// `fields`, in the order of this walk, which is the same in every part), `finish` takes them
-// from there.
+// Each vector's type is appended to `fields`, in the order of this walk, which is the same in
+// every part: the fields of cx_epilogue_loads. The vectors can also be read apart from the rest
+// (vector_part, gemm_kernel.hpp's batched_loads): `load` stores them in those fields, `finish`
+// takes them from there.
 void load_input_vectors(
     const module& m, const epilogue_module& e, const forward_paths& f,
     const std::vector<std::string>& lane_n,
@@ -344,11 +344,8 @@ void load_input_vectors(
         for (std::size_t k = 0; k < pieces; ++k) {
             const std::string read = "*reinterpret_cast<const " + packed + "*>(" + first +
                                      (k == 0 ? "" : " + " + std::to_string(k * per_piece)) + ")";
-            std::string field;
-            if (part != vector_part::whole) {
-                field = "cx_loads.p" + std::to_string(fields->size());
-                fields->push_back(packed);
-            }
+            const std::string field = "cx_loads.p" + std::to_string(fields->size());
+            fields->push_back(packed);
             if (part == vector_part::load) {
                 w.line(field + " = " + read + ";");
                 continue;
@@ -402,7 +399,8 @@ void load_input_vectors(
 // their accumulators in v[0 .. lanes)): computes every return at the anchor's positions and
 // stores it. With lanes > 1, `part` load gives cx_epilogue_load, which only reads the vectors
 // (load_input_vectors) into cx_loads, and finish gives cx_epilogue_vec_loaded, cx_epilogue_vec
-// taking them from cx_loads; `fields` collects cx_epilogue_loads' field types.
+// taking them from cx_loads; with lanes > 1 `fields` collects the vectors' types (the fields of
+// cx_epilogue_loads).
 std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, unsigned lanes,
                               std::string* globals, vector_part part = vector_part::whole,
                               std::vector<std::string>* fields = nullptr) {
@@ -491,7 +489,9 @@ std::string epilogue_function(const gemm_problem& p, const epilogue_module& e, u
                    (lanes == 1 ? "" : "[" + std::to_string(lane) + "]") + ");");
         w.remember_value(anchor, at.key(), value);
     }
-    if (lanes > 1) load_input_vectors(m, e, f, lane_n, position_of, part, fields, w);
+    std::vector<std::string> unrecorded;
+    if (lanes > 1)
+        load_input_vectors(m, e, f, lane_n, position_of, part, fields ? fields : &unrecorded, w);
     // A load part computes and stores nothing.
     const std::size_t computed = part == vector_part::load ? 0 : lanes;
     for (unsigned lane = 0; lane < computed; ++lane) {
@@ -575,19 +575,21 @@ gemm_epilogue fused_epilogue(const gemm_problem& p, const epilogue_module& e) {
     const std::string scalar = epilogue_function(p, e, 1, &globals);
     std::string vector;
     if (shape_info.walk == store_walk::n_major && shape_info.lanes > 1) {
-        vector = epilogue_function(p, e, shape_info.lanes, &globals);
+        std::vector<std::string> fields;
+        vector = epilogue_function(p, e, shape_info.lanes, &globals, vector_part::whole, &fields);
         g.lanes = shape_info.lanes;
         // The walk can issue several chunks' reads before finishing any (batched_loads) when
         // the epilogue reads vectors of other tensors.
-        std::vector<std::string> fields, finished;
-        std::string unused;
-        const std::string load =
-            epilogue_function(p, e, shape_info.lanes, &unused, vector_part::load, &fields);
         if (!fields.empty()) {
+            std::vector<std::string> loaded, finished;
+            std::string unused;
+            const std::string load =
+                epilogue_function(p, e, shape_info.lanes, &unused, vector_part::load, &loaded);
             const std::string finish =
                 epilogue_function(p, e, shape_info.lanes, &globals, vector_part::finish, &finished);
-            CONFLUX_ASSERT(finished == fields, "fused_epilogue: the load and finish parts read ",
-                           fields.size(), " and ", finished.size(), " vectors");
+            CONFLUX_ASSERT(loaded == fields && finished == fields,
+                           "fused_epilogue: the parts of cx_epilogue_vec read ", fields.size(),
+                           ", ", loaded.size(), " and ", finished.size(), " vectors");
             std::string loads = "struct cx_epilogue_loads {\n";
             for (std::size_t i = 0; i < fields.size(); ++i)
                 loads += "    " + fields[i] + " p" + std::to_string(i) + ";\n";

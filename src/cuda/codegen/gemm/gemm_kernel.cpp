@@ -332,6 +332,16 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
         const std::string walk_args = "(cx_stage, cx_tid, cx_m0, cx_n0, (cx_offset)" +
                                       text::integer_literal(p.m) + ", (cx_offset)" +
                                       text::integer_literal(p.n);
+        // A chunk of `lanes` staged values widened and handed to `function` (cx_v, then
+        // `more` arguments).
+        auto vector_chunk = [&](const std::string& function, const std::string& more,
+                                const std::string& indent) {
+            return indent + ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n" + indent +
+                   "cx_gemm_staged_chunk(cx_at, cx_v);\n" + indent +
+                   gemm::fill_store_format(epilogue_call(p, epilogue, function), "cx_v" + more, "m",
+                                           "n") +
+                   "\n";
+        };
         if (lanes > 1 && epilogue.batched_loads) {
             // Four chunks' reads in flight per thread (gemm.cuh).
             return in + "cx_gemm_staged_walk_batched<" + shape + ", 4, cx_epilogue_loads>" +
@@ -340,27 +350,18 @@ kernel_source generate_gemm_kernel(const gemm_problem& p, const perf_config& c,
                    gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_load"),
                                            "cx_loads", "m", "n") +
                    " },\n" + in2 + "[&](cx_offset m, cx_offset n, const " + S +
-                   "* cx_at, const cx_epilogue_loads& cx_loads) {\n" + in2 + "    " +
-                   ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n" + in2 +
-                   "    cx_gemm_staged_chunk(cx_at, cx_v);\n" + in2 + "    " +
-                   gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_vec_loaded"),
-                                           "cx_v, cx_loads", "m", "n") +
-                   "\n" + in2 + "});\n";
+                   "* cx_at, const cx_epilogue_loads& cx_loads) {\n" +
+                   vector_chunk("cx_epilogue_vec_loaded", ", cx_loads", in2 + "    ") + in2 +
+                   "});\n";
         }
         std::string w = in + "cx_gemm_staged_walk<" + shape + ">" + walk_args +
                         ", [&](cx_offset m, cx_offset n, const " + S + "* cx_at) {\n";
-        if (lanes == 1) {
+        if (lanes == 1)
             w += in2 +
                  gemm::fill_store_format(epilogue_call(p, epilogue), "cx_load(cx_at)", "m", "n") +
                  "\n";
-        } else {
-            w += in2 + ctx.accumulator + " cx_v[" + std::to_string(lanes) + "];\n";
-            w += in2 + "cx_gemm_staged_chunk(cx_at, cx_v);\n";
-            w += in2 +
-                 gemm::fill_store_format(epilogue_call(p, epilogue, "cx_epilogue_vec"), "cx_v", "m",
-                                         "n") +
-                 "\n";
-        }
+        else
+            w += vector_chunk("cx_epilogue_vec", "", in2);
         return w + in + "});\n";
     };
 
