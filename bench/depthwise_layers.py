@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The depthwise convolution layers of ConvNeXt-tiny, MobileNetV2 and EfficientNet-B0 at batch
 32 in f16, one layer (with its bias, between channels-last tensors) per ONNX model: Conflux's depthwise kernel (`conflux perf
---fp16`, the layer's launch from the per-kernel table) against PyTorch's F.conv2d (f16,
+--fp16 --narrow-outputs`, f16 in and out, the layer's launch from the per-kernel table) against PyTorch's F.conv2d (f16,
 channels last, cuDNN benchmark) in the same process tree, and the memory bandwidth each reaches
 for what the layer must read and write once (input, output, weights, bias). Run on the GPU
 machine: python3 bench/depthwise_layers.py CONFLUX [--tune quick] [--json F]."""
@@ -103,7 +103,10 @@ def main():
         name = f"{model} {k}x{k}/{stride} {h}x{h}x{c}"
         path = os.path.join(work, f"dw_{h}_{c}_{k}_{stride}.onnx")
         conv = export(path, h, c, k, stride)
-        p = subprocess.run([args.conflux, "perf", path, "--fp16", "--tune", args.tune, "-n", "50",
+        # --narrow-outputs: the layer's output stays f16, as inside a network (without it the
+        # kernel writes f32 outputs, 1.5x the bytes layer_bytes counts for a stride-1 layer).
+        p = subprocess.run([args.conflux, "perf", path, "--fp16", "--narrow-outputs", "--tune",
+                            args.tune, "-n", "50",
                             "-t", "8", "--quiet", "--kernel-cache", os.path.join(work, "k")],
                            capture_output=True, text=True)
         kernel = None

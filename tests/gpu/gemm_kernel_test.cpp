@@ -363,6 +363,20 @@ std::vector<test_case> cases() {
                           shape{d::bf16, {2, 23, 29, 24}}, shape{d::bf16, {24, 3, 3, 1}}));
     r.push_back(conv_case("depthwise f32 7x7 pad 3 [1,30,61,20]", conv_op(2, 1, 3, 20),
                           shape{d::f32, {1, 30, 61, 20}}, shape{d::f32, {20, 7, 7, 1}}));
+    // The tensor-core configs (dw_mma): several row and column tiles with partial ones, a last
+    // channel block partly filled, rows strided, the widest kernel row one product holds.
+    r.push_back(conv_case("depthwise f16 7x7 pad 3 [2,37,70,40]", conv_op(2, 1, 3, 40),
+                          shape{d::f16, {2, 37, 70, 40}}, shape{d::f16, {40, 7, 7, 1}}));
+    {
+        op::convolution rows = conv_op(2, 1, 2, 48);
+        rows.stride = {2, 1};
+        r.push_back(conv_case("depthwise bf16 5x5 rows stride 2 [1,33,45,48]", rows,
+                              shape{d::bf16, {1, 33, 45, 48}}, shape{d::bf16, {48, 5, 5, 1}}));
+        op::convolution row9 = conv_op(2, 1, 0, 16);
+        row9.padding = {0, 4, 0, 4};
+        r.push_back(conv_case("depthwise f16 1x9 [1,6,50,16]", row9, shape{d::f16, {1, 6, 50, 16}},
+                              shape{d::f16, {16, 1, 9, 1}}));
+    }
     {
         op::convolution asym = conv_op(2, 1, 0, 16);
         asym.padding = {0, 2, 1, 1}; // top 0, left 2, bottom 1, right 1

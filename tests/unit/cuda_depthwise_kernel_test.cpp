@@ -61,6 +61,10 @@ perf_config tiled(unsigned v, unsigned o, unsigned rows, unsigned t) {
     return c;
 }
 
+perf_config mma(unsigned channels, unsigned rows, unsigned cols, unsigned t) {
+    return depthwise_mma_config(channels, rows, cols, t);
+}
+
 std::string reason(const perf_config& c, const gemm_problem& p) {
     std::string why;
     EXPECT_FALSE(valid(c, p, &why)) << to_string(c);
@@ -83,6 +87,54 @@ TEST(CudaDepthwiseConfig, ParsesAndPrintsRoundTrip) {
     EXPECT_TRUE(parse_perf_config("128x128x32_w2x2_s3_k1")->rounds_f32_to_tf32());
     EXPECT_EQ(c->tile_rows, 0u);
     EXPECT_EQ(parse_perf_config("dw_c4_o4_r4_t256")->tile_rows, 4u);
+}
+
+TEST(CudaDepthwiseConfig, TensorCoreConfigsParseAndPrint) {
+    for (const char* text : {"dw_mma_c16_r16_w32_t128", "dw_mma_c8_r8_w16_t64"}) {
+        const auto c = parse_perf_config(text);
+        ASSERT_TRUE(c.has_value()) << text;
+        EXPECT_TRUE(c->is_depthwise() && c->tensor_cores);
+        EXPECT_EQ(to_string(*c), text);
+    }
+    const auto c = parse_perf_config("dw_mma_c32_r8_w64_t256");
+    EXPECT_EQ(*c, mma(32, 8, 64, 256));
+    EXPECT_EQ(c->threads(), 256u);
+    for (const char* text :
+         {"dw_mma_c16_r16_w32", "dw_mma_c16_w32_r16_t128", "dw_mma_c016_r16_w32_t128",
+          "dw_mma_c16_r16_w32_t128_x", "dw_mma_r16_w32_t128"})
+        EXPECT_FALSE(parse_perf_config(text).has_value()) << text;
+}
+
+// What a Toeplitz product cannot hold, and the block shapes it is not made for, with reasons.
+TEST(CudaDepthwiseConfig, TensorCoreConfigsRejectWithReasons) {
+    const auto d = convnext_7x7();
+    EXPECT_TRUE(valid(mma(16, 16, 32, 256), d.problem));
+    const auto f32 = problem_of(conv_op(2, 1, 3, 96), shape{dtype::f32, {2, 14, 14, 96}},
+                                shape{dtype::f32, {96, 7, 7, 1}});
+    EXPECT_NE(reason(mma(16, 16, 32, 256), f32.problem).find("f16 or bf16"), std::string::npos);
+    const auto strided = problem_of(conv_op(2, 2, 1, 32), shape{dtype::f16, {1, 15, 15, 32}},
+                                    shape{dtype::f16, {32, 3, 3, 1}});
+    EXPECT_NE(reason(mma(16, 8, 16, 128), strided.problem).find("columns' stride is 2"),
+              std::string::npos);
+    const auto wide = problem_of(conv_op(2, 1, 5, 16), shape{dtype::f16, {1, 15, 15, 16}},
+                                 shape{dtype::f16, {16, 11, 11, 1}});
+    EXPECT_NE(reason(mma(16, 8, 16, 128), wide.problem).find("spans 11 input columns"),
+              std::string::npos);
+    const auto dilated = problem_of(conv_op(2, 1, 6, 16, 3), shape{dtype::f16, {1, 15, 15, 16}},
+                                    shape{dtype::f16, {16, 5, 5, 1}});
+    EXPECT_NE(reason(mma(16, 8, 16, 128), dilated.problem).find("spans 13"), std::string::npos);
+    const auto odd = problem_of(conv_op(2, 1, 1, 12), shape{dtype::f16, {1, 9, 9, 12}},
+                                shape{dtype::f16, {12, 3, 3, 1}});
+    EXPECT_NE(reason(mma(8, 8, 16, 64), odd.problem).find("not a multiple of 8"),
+              std::string::npos);
+    const auto mult = problem_of(conv_op(2, 1, 1, 8), shape{dtype::f16, {1, 6, 6, 8}},
+                                 shape{dtype::f16, {16, 3, 3, 1}});
+    EXPECT_NE(reason(mma(8, 8, 16, 64), mult.problem).find("multiplier"), std::string::npos);
+    EXPECT_NE(reason(mma(16, 16, 64, 128), d.problem).find("accumulators"), std::string::npos);
+    EXPECT_NE(reason(mma(8, 8, 16, 512), d.problem).find("threads"), std::string::npos);
+    EXPECT_NE(reason(mma(12, 8, 16, 128), d.problem).find("8, 16 or 32"), std::string::npos);
+    EXPECT_NE(reason(mma(16, 4, 16, 128), d.problem).find("rows"), std::string::npos);
+    EXPECT_NE(reason(mma(16, 8, 24, 128), d.problem).find("columns"), std::string::npos);
 }
 
 TEST(CudaDepthwiseConfig, RejectsGarbage) {
@@ -206,7 +258,8 @@ TEST(CudaDepthwiseConfig, ComesFirstInTheTuningSpaceBesideTheGemmConfigs) {
     const auto d = convnext_7x7();
     const auto cs = candidate_configs(d.problem);
     ASSERT_FALSE(cs.empty());
-    EXPECT_TRUE(cs.front().is_depthwise()) << to_string(cs.front());
+    EXPECT_TRUE(cs.front().is_depthwise() && cs.front().tile_rows != 0 && !cs.front().tensor_cores)
+        << to_string(cs.front());
     EXPECT_GE(cs.front().vector, 4u) << to_string(cs.front());
     bool any_gemm = false;
     for (const auto& c : cs) {
@@ -214,10 +267,12 @@ TEST(CudaDepthwiseConfig, ComesFirstInTheTuningSpaceBesideTheGemmConfigs) {
         any_gemm = any_gemm || !c.is_depthwise();
     }
     EXPECT_TRUE(any_gemm);
-    // Both depthwise forms among the first few, which quick tuning times.
-    ASSERT_GE(cs.size(), 2u);
-    EXPECT_NE(cs[0].tile_rows == 0, cs[1].tile_rows == 0)
-        << to_string(cs[0]) << " " << to_string(cs[1]);
+    // The three depthwise forms among the first few, which quick tuning times: a tile through
+    // shared memory, tensor cores, direct.
+    ASSERT_GE(cs.size(), 3u);
+    EXPECT_TRUE(cs[1].tensor_cores && !cs[2].tensor_cores && cs[2].tile_rows == 0)
+        << to_string(cs[0]) << " " << to_string(cs[1]) << " " << to_string(cs[2]);
+    EXPECT_GE(cs[1].block_channels, 16u) << to_string(cs[1]);
     // A 31x31 kernel runs one channel per thread; no depthwise config fits a 61x61 one, whose
     // GEMM configs still run it.
     const auto large = problem_of(conv_op(2, 1, 15, 256), shape{dtype::f16, {1, 32, 32, 256}},

@@ -335,8 +335,10 @@ TEST(CudaKernelEmulation, EveryElementwiseKindMatchesTheReference) {
 // library (kernel names are hashes of their text, so a name met twice is the same kernel).
 class program_emulation {
 public:
+    // `adjust`, when given, changes the random inputs before both runs (e.g. an Inf in them).
     void add(const std::string& label, const std::function<void(module&)>& build,
-             const lowering_options& options = {}) {
+             const lowering_options& options = {},
+             const std::function<void(ref::parameter_map&)>& adjust = {}) {
         entry e{label, {}, {}, {}};
         program reference, compiled;
         build(reference.main());
@@ -345,10 +347,20 @@ public:
         for (instruction_ref p : reference.main().parameters())
             e.params[p->get_operator().get_if<op::param>()->name_] =
                 random_argument(p->get_shape(), rng);
+        if (adjust) adjust(e.params);
         e.want = ref::evaluate(reference, e.params);
         run_passes(compiled.main(), target_passes({}, nullptr));
         e.lowered = lower_program(compiled, options);
         entries_.push_back(std::move(e));
+    }
+
+    // Each of these perf configs is the one that ran some program's fused op, fused.
+    void expect_each_config_ran_fused(const std::vector<std::string>& configs) const {
+        const auto all = traces();
+        for (const std::string& config : configs)
+            EXPECT_TRUE(std::any_of(all.begin(), all.end(), [&](const std::string& line) {
+                return line.find(" config " + config + " -> fused") != std::string::npos;
+            })) << config;
     }
 
     // The traces of every program added, for what the lowering decided.
@@ -658,11 +670,89 @@ TEST(CudaKernelEmulation, DepthwiseConfigsMatchTheReference) {
             }
         }
     // Each forced config is the one that ran, fused with the bias and relu.
-    const auto traces = programs.traces();
-    for (const std::string& config : forced)
-        EXPECT_TRUE(std::any_of(traces.begin(), traces.end(), [&](const std::string& line) {
-            return line.find(" config " + config + " -> fused") != std::string::npos;
-        })) << config;
+    programs.expect_each_config_ran_fused(forced);
+    programs.expect_each_matches_the_reference();
+}
+
+// The tensor-core depthwise configs (dw_mma, depthwise_mma.cuh) with mma.sync emulated from its
+// register layouts (mma.cuh): several row, column and channel blocks with partial ones at the
+// ends, a vertical stride, a column dilation, asymmetric padding, the widest kernel row a
+// product holds (9 columns), f16 and bf16, each with a fused bias + relu, against the reference
+// target. Then windows with an Inf and a NaN in them: those blocks compute directly and give
+// the reference's Inf and NaN exactly where it has them, and finite values around them.
+TEST(CudaKernelEmulation, DepthwiseTensorCoreConfigsMatchTheReference) {
+    struct layer {
+        std::string name;
+        dims x; // NHWC
+        std::size_t kh, kw;
+        std::vector<std::size_t> padding, stride, dilation;
+    };
+    const std::vector<layer> layers = {
+        {"7x7", {2, 20, 37, 32}, 7, 7, {3, 3, 3, 3}, {1, 1}, {1, 1}},
+        {"3x3", {1, 9, 10, 16}, 3, 3, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+        {"5x5 rows stride 2", {1, 17, 19, 24}, 5, 5, {2, 2, 2, 2}, {2, 1}, {1, 1}},
+        {"3x3 dilation 2", {1, 13, 11, 8}, 3, 3, {2, 2, 2, 2}, {1, 1}, {2, 2}},
+        {"3x3 asymmetric padding", {1, 9, 11, 16}, 3, 3, {0, 2, 1, 1}, {1, 1}, {1, 1}},
+        {"1x9", {1, 5, 30, 8}, 1, 9, {0, 4, 0, 4}, {1, 1}, {1, 1}}};
+    program_emulation programs;
+    std::vector<std::string> forced;
+    auto build_layer = [&](const layer& l, dtype t) {
+        const std::size_t c = l.x[3];
+        const op::convolution conv{l.padding, l.stride, l.dilation, c, true};
+        const shape x{t, l.x}, w{t, {c, l.kh, l.kw, 1}};
+        const shape y = conv.compute_shape({x, w});
+        return [=](module& m) {
+            auto conv_out =
+                m.add_instruction(conv, {param(m, "x", t, x.lens()), param(m, "w", t, w.lens())});
+            auto bias = m.add_instruction(op::broadcast{y.lens()}, {param(m, "b", t, {c})});
+            auto sum = m.add_instruction(op::make_elementwise(op::elementwise_kind::add),
+                                         {conv_out, bias});
+            m.add_return(
+                {m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {sum})});
+        };
+    };
+    auto mma_configs = [&](const layer& l, dtype t) {
+        const std::size_t c = l.x[3];
+        const op::convolution conv{l.padding, l.stride, l.dilation, c, true};
+        const shape x{t, l.x}, w{t, {c, l.kh, l.kw, 1}};
+        const auto problem = make_gemm_problem(conv, {x, w}, conv.compute_shape({x, w}));
+        EXPECT_TRUE(problem.has_value() && is_depthwise(*problem)) << l.name;
+        std::vector<std::string> r;
+        if (!problem) return r;
+        for (const perf_config& pc : depthwise_candidates(*problem))
+            if (pc.tensor_cores) r.push_back(to_string(pc));
+        return r;
+    };
+    for (const layer& l : layers)
+        for (dtype t : {dtype::f16, dtype::bf16}) {
+            const auto configs = mma_configs(l, t);
+            ASSERT_GE(configs.size(), 3u) << l.name;
+            // The best three, and a spread of the rest (every block shape among them).
+            for (std::size_t i = 0; i < configs.size(); ++i) {
+                if (i >= 3 && i % 6 != 0) continue;
+                lowering_options options;
+                options.perf_config = configs[i];
+                forced.push_back(configs[i]);
+                programs.add(l.name + " " + std::string(to_string(t)) + " " + configs[i],
+                             build_layer(l, t), options);
+            }
+        }
+    // Inf and NaN in the input of the 7x7 layer, in different blocks.
+    for (dtype t : {dtype::f16, dtype::bf16}) {
+        const layer& l = layers[0];
+        lowering_options options;
+        options.perf_config = mma_configs(l, t).at(0);
+        programs.add("7x7 with Inf and NaN " + std::string(to_string(t)), build_layer(l, t),
+                     options, [&](ref::parameter_map& params) {
+                         argument& x = params.at("x");
+                         auto* bits = reinterpret_cast<std::uint16_t*>(x.data());
+                         const bool f16 = t == dtype::f16;
+                         // [n, h, w, c] = [0, 4, 5, 3] Inf, [1, 15, 30, 20] NaN.
+                         bits[((0 * 20 + 4) * 37 + 5) * 32 + 3] = f16 ? 0x7c00 : 0x7f80;
+                         bits[((1 * 20 + 15) * 37 + 30) * 32 + 20] = f16 ? 0x7e00 : 0x7fc0;
+                     });
+    }
+    programs.expect_each_config_ran_fused(forced);
     programs.expect_each_matches_the_reference();
 }
 

@@ -207,6 +207,11 @@ inline void __syncthreads() {
     cx_emulation_yield(cx_emulated_thread::at_barrier);
 }
 
+// A warp barrier: every lane of the warp arrives before any goes on.
+inline void __syncwarp(unsigned = 0xffffffffu) {
+    cx_emulation_yield(cx_emulated_thread::at_warp);
+}
+
 // A shuffle: every lane posts its value, waits for the warp, reads its source lane's, and waits
 // again before the slots can be reused.
 template <class T> T cx_emulation_shuffle(T v, unsigned source_lane) {

@@ -36,15 +36,6 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi, const cx_bf16*) {
            (static_cast<unsigned>(cx_float_to_bf16(hi)) << 16);
 }
 
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                                    const cx_f16*) {
-    cx_mma_f16(d, a, b);
-}
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                                    const cx_bf16*) {
-    cx_mma_bf16(d, a, b);
-}
-
 // Copies a rows x cols tile (row r, column c at src + r * row_stride + c * col_stride; rows
 // past `valid_rows` and columns past `valid_cols` zero) into shared memory rows of `pitch`
 // elements, 16 bytes at a time where the source allows it.
@@ -393,8 +384,8 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
                 const unsigned b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    mma(s[mt][n], qa[mt], b0, type_tag);
-                    mma(s[mt][n + 1], qa[mt], b1, type_tag);
+                    cx_mma_16(s[mt][n], qa[mt], b0, type_tag);
+                    cx_mma_16(s[mt][n + 1], qa[mt], b1, type_tag);
                 }
             }
         }
@@ -423,8 +414,8 @@ __device__ __forceinline__ void cx_attention(const T* __restrict__ q, const T* _
                 const unsigned b0[2] = {b4[0], b4[1]}, b1[2] = {b4[2], b4[3]};
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
-                    mma(o[mt][n], a[mt], b0, type_tag);
-                    mma(o[mt][n + 1], a[mt], b1, type_tag);
+                    cx_mma_16(o[mt][n], a[mt], b0, type_tag);
+                    cx_mma_16(o[mt][n + 1], a[mt], b1, type_tag);
                 }
             }
         }

@@ -1,19 +1,14 @@
 // Tensor-core and copy primitives for the generated GEMM / implicit-GEMM convolution kernels
 // (src/cuda/codegen/gemm/). Inline PTX only: NVRTC compiles these without any CUDA header.
 //
-// Register layouts are the PTX ISA's for mma.sync m16n8k16 (f16, bf16) and m16n8k8 (tf32),
-// with g = lane / 4 and t = lane % 4:
-//   A (16x16, 16-bit): a0 = rows g, cols 2t..2t+1; a1 = rows g+8; a2 = cols +8; a3 = both
-//   B (16x8, 16-bit):  b0 = rows (k) 2t..2t+1, col (n) g; b1 = rows +8
-//   A (16x8, tf32):    a0 = (g, t); a1 = (g+8, t); a2 = (g, t+4); a3 = (g+8, t+4)
-//   B (8x8, tf32):     b0 = (k t, n g); b1 = (k t+4, n g)
-//   C (16x8, f32):     c0, c1 = row g, cols 2t, 2t+1; c2, c3 = row g+8
-// ldmatrix hands lane l the 32-bit word (row l/4, word l%4) of each 8x8 matrix of 16-bit
-// elements (8 rows of 16 bytes); .trans hands it (rows 2(l%4)..+1, column l/4) instead. Both
-// fragment layouts above are exactly that, which is why the generator can feed mma from
-// shared memory with ldmatrix for 16-bit data in either major order and for K-major tf32.
+// The mma.sync register layouts are in mma.cuh. ldmatrix hands lane l the 32-bit word (row
+// l/4, word l%4) of each 8x8 matrix of 16-bit elements (8 rows of 16 bytes); .trans hands it
+// (rows 2(l%4)..+1, column l/4) instead. Both fragment layouts are exactly that, which is why
+// the generator can feed mma from shared memory with ldmatrix for 16-bit data in either major
+// order and for K-major tf32.
 #pragma once
 
+#include "conflux/mma.cuh"
 #include "conflux/reduce.cuh" // cx_reduce_add: the split-K finish sums like a reduction
 #include "conflux/types.cuh"
 
@@ -248,29 +243,6 @@ __device__ __forceinline__ unsigned cx_to_tf32(unsigned f32_bits) {
     unsigned r;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(f32_bits)));
     return r;
-}
-
-// d += a * b on one 16x8 tile.
-__device__ __forceinline__ void cx_mma_f16(float (&d)[4], const unsigned (&a)[4],
-                                           const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void cx_mma_bf16(float (&d)[4], const unsigned (&a)[4],
-                                            const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void cx_mma_tf32(float (&d)[4], const unsigned (&a)[4],
-                                            const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 // One stage of the mma.sync warps' multiply: KSTEPS k-steps, each loading the warp's FRAG_M A

@@ -61,7 +61,7 @@ problem_key make_problem_key(const gemm_problem& p, const std::string& fusion,
     // Depthwise problems have a kernel family of their own besides implicit GEMM.
     if (is_depthwise(p)) k.family = "depthwise_" + k.family;
     k.device = arch + "/" + std::to_string(sm_count);
-    k.generator_version = gemm_generator_version;
+    k.generator_version = is_depthwise(p) ? depthwise_generator_version : gemm_generator_version;
     k.fusion = fusion;
     return k;
 }

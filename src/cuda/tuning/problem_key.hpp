@@ -21,11 +21,14 @@ struct gemm_problem;
 // 11: the loader's copying-thread index only where needed; 12: ping-pong (_pp) candidates;
 // 13: TMA producers (_tma) candidates
 inline constexpr const char* gemm_generator_version = "gemm-13";
+// The same for depthwise problems' keys (the depthwise family among their candidates); before
+// it they used gemm_generator_version. dw-14: tensor-core (dw_mma) candidates.
+inline constexpr const char* depthwise_generator_version = "gemm-13+dw-14";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...
     std::string device;            // "sm_90/132": arch and SM count
-    std::string generator_version; // gemm_generator_version
+    std::string generator_version; // gemm_generator_version (depthwise_generator_version)
     std::string problem;           // to_string(gemm_problem): every field that shapes the kernel
     std::string fusion;            // fusion_signature, or "none" for an anchor alone
 

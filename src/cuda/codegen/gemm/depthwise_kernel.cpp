@@ -151,6 +151,106 @@ std::string plan_tile(depthwise_plan& k, const perf_config& c, const gemm_proble
     return "";
 }
 
+// Fills in a dw_mma config's plan (depthwise_mma.cuh); an empty string when it fits.
+std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem& p,
+                     const gemm_device_limits& limits) {
+    const conv_geometry& g = *p.conv;
+    if (p.type != dtype::f16 && p.type != dtype::bf16)
+        return "tensor-core depthwise configs take f16 or bf16";
+    if (g.nd() != 2) return "tensor-core depthwise configs are for 2-D convolutions";
+    if (g.group_filters != 1)
+        return "a channel multiplier of " + std::to_string(g.group_filters) +
+               " maps output channels onto fewer input channels";
+    if (std::string v = vector_obstacle(p, 8); !v.empty()) return "8 channels per vector: " + v;
+    if (g.stride[1] != 1)
+        return "the columns' stride is " + std::to_string(g.stride[1]) +
+               "; a Toeplitz product needs 1";
+    if ((g.kernel[1] - 1) * g.dilation[1] > 8)
+        return "a kernel row spans " + std::to_string((g.kernel[1] - 1) * g.dilation[1] + 1) +
+               " input columns, more than the 9 one product's 16 columns leave room for";
+    if (c.block_channels != 8 && c.block_channels != 16 && c.block_channels != 32)
+        return "channels per block must be 8, 16 or 32";
+    if (c.tile_rows != 8 && c.tile_rows != 16) return "output rows per block must be 8 or 16";
+    if (c.tile_cols != 16 && c.tile_cols != 32 && c.tile_cols != 64)
+        return "output columns per block must be 16, 32 or 64";
+    if (c.block_threads != 64 && c.block_threads != 128 && c.block_threads != 256)
+        return "threads per block must be 64, 128 or 256";
+    const unsigned warps = c.block_threads / 32; // 2, 4 or 8: each takes channels / warps
+    const std::size_t accumulators =
+        std::size_t(c.block_channels / warps) * (c.tile_rows / 8) * (c.tile_cols / 16) * 4;
+    // More than 32 spill over 128 registers a thread (183 for 64 on a 7x7 layer).
+    if (accumulators > 32)
+        return std::to_string(accumulators) + " accumulators per thread, more than 32";
+    if (g.kernel[0] > 16) return "more than 16 kernel rows (each keeps two registers)";
+    for (std::size_t d = 0; d < 2; ++d)
+        if (g.input_spatial[d] > (1u << 24) || g.output_spatial[d] > (1u << 24) ||
+            g.pad_begin[d] > (1u << 20) || g.stride[d] > (1u << 10) || g.dilation[d] > (1u << 10))
+            return "the spatial extents do not fit the kernel's 32-bit indexing";
+    k.tensor_cores = true;
+    k.block_channels = c.block_channels;
+    k.tile_rows = c.tile_rows;
+    k.tile_cols = c.tile_cols;
+    k.threads = c.block_threads;
+    k.vector = 8;
+    k.window_rows = (c.tile_rows - 1) * g.stride[0] + (g.kernel[0] - 1) * g.dilation[0] + 1;
+    k.window_cols = c.tile_cols + 8;
+    // A fragment's 8 rows g (g * stride rows apart) and 4 column pairs on 32 distinct banks:
+    // a row pitch of 4 mod 8 words between them; the copy's two vectors of channels (8 planes
+    // apart) on distinct halves of the banks: a plane pitch of 4 mod 8 elements.
+    k.pitch = k.window_cols;
+    for (std::size_t wp = k.window_cols; wp <= k.window_cols + 32; wp += 2)
+        if (g.stride[0] * wp / 2 % 8 == 4) {
+            k.pitch = wp;
+            break;
+        }
+    k.window_plane = k.window_rows * k.pitch;
+    while (k.window_plane % 8 != 4)
+        k.window_plane += 2;
+    // The accumulators' pitches: a warp's float2 stores and the epilogue's reads conflict-free.
+    k.stage_pitch = c.tile_cols + 8;
+    k.stage_plane = std::size_t(c.tile_rows) * k.stage_pitch + 2;
+    const std::size_t channels = c.block_channels;
+    k.taps = g.kernel[0] * g.kernel[1];
+    k.weight_bytes = (channels * g.kernel[0] * 32 * size_of(p.type) + 15) / 16 * 16;
+    const std::size_t region =
+        std::max(channels * k.window_plane * size_of(p.type), channels * k.stage_plane * 4);
+    k.shared_bytes = k.weight_bytes + (region + 15) / 16 * 16;
+    if (k.shared_bytes > limits.shared_per_block)
+        return "the block's weights, window and outputs need " + gemm::kib(k.shared_bytes) +
+               " of shared memory, the device allows " + gemm::kib(limits.shared_per_block);
+    k.channels = g.groups;
+    k.row_tiles = (g.output_spatial[0] + c.tile_rows - 1) / c.tile_rows;
+    k.col_tiles = (g.output_spatial[1] + c.tile_cols - 1) / c.tile_cols;
+    const std::size_t blocks_x = g.images * k.row_tiles * k.col_tiles;
+    const std::size_t blocks_y = (k.channels + channels - 1) / channels;
+    if (blocks_x > 0x7fffffffu || blocks_y > 65535)
+        return "the grid would exceed the device's limits";
+    k.grid_x = unsigned(blocks_x);
+    k.grid_y = unsigned(blocks_y);
+    return "";
+}
+
+// A dw_mma config's time, relatively: the bytes its blocks move (windows and outputs, the
+// computed columns past the end included), slowed when an SM holds too few threads to keep
+// enough loads in flight, and by the last wave's idle SMs.
+double estimated_mma_time(const depthwise_plan& k, const gemm_problem& p,
+                          const gemm_device_limits& limits) {
+    // A position's channels of a block below a 32-byte sector still move a whole one (on the
+    // H100, 8 channels per block ran 1.2-2.4x slower than 16 or 32).
+    const double sector = std::max(1.0, 32.0 / double(k.block_channels * size_of(p.type)));
+    const double bytes_per_block =
+        sector * double(k.block_channels) * size_of(p.type) *
+        double(k.window_rows * k.window_cols + std::size_t(k.tile_rows) * k.tile_cols);
+    const double blocks = double(k.grid_x) * double(k.grid_y);
+    const double per_sm = std::max(
+        1.0, std::min({std::floor(double(limits.shared_per_sm) / double(k.shared_bytes + 1024)),
+                       std::floor(2048.0 / k.threads), 32.0}));
+    const double waves = std::ceil(blocks / (limits.sm_count * per_sm));
+    const double tail = blocks / (waves * limits.sm_count * per_sm);
+    const double in_flight = std::min(1.0, per_sm * k.threads / 1024.0);
+    return blocks * bytes_per_block / (in_flight * tail);
+}
+
 double estimated_time(const depthwise_plan& k, const gemm_problem& p,
                       const gemm_device_limits& limits) {
     const conv_geometry& g = *p.conv;
@@ -211,6 +311,12 @@ std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const ge
         return fail("the depthwise kernel takes convolutions of f16, bf16 or f32 with one input "
                     "channel per group");
     const conv_geometry& g = *p.conv;
+    if (c.tensor_cores) {
+        depthwise_plan k;
+        if (std::string t = plan_mma(k, c, p, limits); !t.empty()) return fail(t);
+        if (why) why->clear();
+        return k;
+    }
     if (c.vector != 1 && c.vector != 2 && c.vector != 4 && c.vector != 8)
         return fail("channels per thread must be 1, 2, 4 or 8");
     if (c.outputs < 1 || c.outputs > 8) return fail("outputs per thread must be 1 to 8");
@@ -268,6 +374,18 @@ std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const ge
     return k;
 }
 
+perf_config depthwise_mma_config(unsigned channels, unsigned rows, unsigned cols,
+                                 unsigned threads) {
+    perf_config c;
+    c.family = kernel_family::depthwise;
+    c.tensor_cores = true;
+    c.block_channels = channels;
+    c.tile_rows = rows;
+    c.tile_cols = cols;
+    c.block_threads = threads;
+    return c;
+}
+
 std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
                                               const gemm_device_limits& limits) {
     if (!is_depthwise(p)) return {};
@@ -310,13 +428,27 @@ std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
                 for (unsigned rows : {2u, 4u, 8u})
                     for (unsigned t : {128u, 256u})
                         consider(tiled, v, o, rows, t);
+    // Tensor-core configs, ranked among themselves by the bytes they move.
+    std::vector<std::pair<double, perf_config>> mma;
+    for (unsigned channels : {8u, 16u, 32u})
+        for (unsigned rows : {8u, 16u})
+            for (unsigned cols : {16u, 32u, 64u})
+                for (unsigned t : {64u, 128u, 256u}) {
+                    const perf_config c = depthwise_mma_config(channels, rows, cols, t);
+                    if (const auto plan = make_depthwise_plan(c, p, limits, nullptr))
+                        mma.emplace_back(estimated_mma_time(*plan, p, limits), c);
+                }
     auto by_time = [](const auto& x, const auto& y) { return x.first < y.first; };
     std::stable_sort(ranked.begin(), ranked.end(), by_time);
     std::stable_sort(tiled.begin(), tiled.end(), by_time);
-    // Alternately, tiled first: quick tuning times the best few of both forms.
+    std::stable_sort(mma.begin(), mma.end(), by_time);
+    // In turn, tiled, tensor cores, direct: quick tuning times the best few of each form. The
+    // tiled form stays first (the heuristic's pick): on the H100 the tensor-core form won on
+    // some layers by 3-21% and lost on others by up to 2.6x, which its ranking does not foresee.
     std::vector<perf_config> r;
-    for (std::size_t i = 0; i < ranked.size() || i < tiled.size(); ++i) {
+    for (std::size_t i = 0; i < ranked.size() || i < tiled.size() || i < mma.size(); ++i) {
         if (i < tiled.size()) r.push_back(tiled[i].second);
+        if (i < mma.size()) r.push_back(mma[i].second);
         if (i < ranked.size() && std::find(r.begin(), r.end(), ranked[i].second) == r.end())
             r.push_back(ranked[i].second);
     }
@@ -519,6 +651,82 @@ std::string tiled_body(const depthwise_plan& k, const gemm_problem& p,
     return s;
 }
 
+// A dw_mma config's kernel: its geometry as the compile-time CFG of cx_depthwise_mma
+// (depthwise_mma.cuh), which hands each position's 8 channels to the epilogue.
+kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p,
+                                  const perf_config& c, const gemm_epilogue& epilogue,
+                                  const std::string& entry) {
+    const conv_geometry& g = *p.conv;
+    const std::string S = storage_type(p.type);
+    kernel_source out;
+    out.entry = entry;
+    out.inputs = 2 + epilogue.inputs;
+    out.outputs = epilogue.parameters.size() - epilogue.inputs;
+    std::string& s = out.code;
+    s += text::include_prelude({"types.cuh", "depthwise_mma.cuh"}) + text::suppress_unused_warnings;
+    s += "// depthwise " + to_string(c) + " for " + to_string(p) + "\n\n";
+    s += epilogue.code + "\n";
+    auto field = [&](const char* name, std::size_t v) {
+        s += "    static constexpr int " + std::string(name) + " = " + lit(v) + ";\n";
+    };
+    auto wide = [&](const char* name, long long v) {
+        s += "    static constexpr long long " + std::string(name) + " = " + ll(v) + ";\n";
+    };
+    s += "struct cx_dw_cfg {\n";
+    s += "    typedef " + S + " S;\n";
+    field("CB", k.block_channels);
+    field("TR", k.tile_rows);
+    field("TW", k.tile_cols);
+    field("WARPS", k.threads / 32);
+    field("KH", g.kernel[0]);
+    field("KW", g.kernel[1]);
+    field("SH", g.stride[0]);
+    field("DH", g.dilation[0]);
+    field("DW", g.dilation[1]);
+    field("PAD_T", g.pad_begin[0]);
+    field("PAD_L", g.pad_begin[1]);
+    field("IH", g.input_spatial[0]);
+    field("IW", g.input_spatial[1]);
+    field("OH", g.output_spatial[0]);
+    field("OW", g.output_spatial[1]);
+    wide("C", static_cast<long long>(k.channels));
+    wide("IMG_STRIDE", static_cast<long long>(g.image_stride));
+    wide("ROW_STRIDE", static_cast<long long>(g.input_spatial_strides[0]));
+    wide("COL_STRIDE", static_cast<long long>(g.input_spatial_strides[1]));
+    wide("W_FILTER", static_cast<long long>(p.b.row_stride));
+    wide("W_ROW", static_cast<long long>(p.b.k_strides[0]));
+    wide("W_COL", static_cast<long long>(p.b.k_strides[1]));
+    field("WP", k.pitch);
+    field("PLANE", k.window_plane);
+    field("TWS", k.stage_pitch);
+    field("SPLANE", k.stage_plane);
+    field("WEIGHT_BYTES", k.weight_bytes);
+    field("ROW_TILES", k.row_tiles);
+    field("COL_TILES", k.col_tiles);
+    s += "};\n\n";
+    std::vector<std::string> params{"const " + S + "* __restrict__ in0",
+                                    "const " + S + "* __restrict__ in1"};
+    params.insert(params.end(), epilogue.parameters.begin(), epilogue.parameters.end());
+    std::string args;
+    for (const auto& a : epilogue.arguments)
+        args += ", " + a;
+    const unsigned lanes = epilogue.lanes > 1 && 8 % epilogue.lanes == 0 ? epilogue.lanes : 1;
+    s += text::kernel_signature(entry, params, k.threads, std::max(1u, 1024 / k.threads)) + " {\n";
+    s += "    extern __shared__ __align__(16) float cx_dw_w[];\n";
+    s += "    cx_depthwise_mma<cx_dw_cfg>(in0, in1, reinterpret_cast<unsigned char*>(cx_dw_w),\n";
+    s += "        [&](float* v, long long m, long long f) {\n";
+    for (unsigned q = 0; q < 8; q += lanes)
+        s += lanes > 1 ? "            cx_epilogue_vec(v + " + std::to_string(q) + ", 0LL, m, f + " +
+                             std::to_string(q) + args + ");\n"
+                       : "            cx_epilogue(v[" + std::to_string(q) + "], 0LL, m, f + " +
+                             std::to_string(q) + args + ");\n";
+    s += "        });\n}\n";
+    out.launch.grid = {k.grid_x, k.grid_y, 1};
+    out.launch.block = {k.threads, 1, 1};
+    out.launch.shared_bytes = unsigned(k.shared_bytes);
+    return out;
+}
+
 } // namespace
 
 kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config& c,
@@ -529,6 +737,7 @@ kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config
     CONFLUX_ASSERT(plan.has_value(), "depthwise config ", to_string(c), " is not valid for ",
                    to_string(p), ": ", why);
     const depthwise_plan& k = *plan;
+    if (k.tensor_cores && !p.empty()) return generate_mma_kernel(k, p, c, epilogue, entry);
     const conv_geometry& g = *p.conv;
     const std::size_t nd = g.nd(), last = nd - 1;
     const unsigned V = k.vector, O = k.outputs;

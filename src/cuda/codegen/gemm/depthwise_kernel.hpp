@@ -15,7 +15,12 @@
 //     shared-memory loads without bounds checks; the window's positions are padded apart so
 //     that a warp's reads take the fewest bank wavefronts. Without the tile each thread reads
 //     through the caches, and a 7x7 layer's reads miss L1 often enough to leave it latency-bound;
-//   - accumulation in f32 (f16, bf16 and f32 inputs), in the reference's tap order;
+//   - tensor-core configs (dw_mma, f16 and bf16, 2-D): a block's window copied channel-major
+//     into shared memory, each channel's kernel rows as Toeplitz matrices on mma.sync, and
+//     outputs gathered per position before the epilogue (depthwise_mma.cuh says how, and how a
+//     window with Inf or NaN in it falls back to exact f32 products);
+//   - accumulation in f32 (f16, bf16 and f32 inputs), in the reference's tap order (the
+//     tensor-core configs in the tensor cores' order);
 //   - every output goes through the epilogue of gemm_kernel.hpp (the fused module's pointwise
 //     part and layout tail, or the plain store), with b = 0, m = the output position over
 //     [N, out spatial...] and n = the output channel, so fusion works as for the GEMM kernels.
@@ -65,12 +70,21 @@ struct depthwise_plan {
     std::size_t read_wavefronts = 0;
     std::size_t row_tiles = 0, col_tiles = 0;
     bool wide_offsets = false; // element offsets need 64 bits
+    // dw_mma configs (depthwise_mma.cuh): block_channels x tile_rows x tile_cols outputs per
+    // block; the window's row and plane pitches (elements) after weight_bytes of f32 weights,
+    // the accumulators' (floats) over it.
+    bool tensor_cores = false;
+    unsigned block_channels = 0, tile_cols = 0;
+    std::size_t window_plane = 0, stage_pitch = 0, stage_plane = 0, weight_bytes = 0;
 };
 
 // nullopt, with *why set when given, when config c cannot run p on a device with these limits.
 std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const gemm_problem& p,
                                                   const gemm_device_limits& limits,
                                                   std::string* why);
+
+// The tensor-core config dw_mma_c<channels>_r<rows>_w<cols>_t<threads>.
+perf_config depthwise_mma_config(unsigned channels, unsigned rows, unsigned cols, unsigned threads);
 
 // The depthwise configs worth trying on p (every one valid), best first by a simple model:
 // loads and multiply-adds per thread, times the waves of threads the device needs. Empty when

@@ -36,6 +36,15 @@ bool arch_has_wgmma(std::string_view arch) {
 
 std::optional<perf_config> parse_perf_config(std::string_view s) {
     perf_config c;
+    if (take(s, "dw_mma_c")) {
+        c.family = kernel_family::depthwise;
+        c.tensor_cores = true;
+        if (!take_number(s, c.block_channels) || !take(s, "_r") || !take_number(s, c.tile_rows) ||
+            !take(s, "_w") || !take_number(s, c.tile_cols) || !take(s, "_t") ||
+            !take_number(s, c.block_threads) || !s.empty())
+            return std::nullopt;
+        return c;
+    }
     if (take(s, "dw_c")) {
         c.family = kernel_family::depthwise;
         if (!take_number(s, c.vector) || !take(s, "_o") || !take_number(s, c.outputs))
@@ -65,6 +74,9 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
 }
 
 std::string to_string(const perf_config& c) {
+    if (c.is_depthwise() && c.tensor_cores)
+        return "dw_mma_c" + std::to_string(c.block_channels) + "_r" + std::to_string(c.tile_rows) +
+               "_w" + std::to_string(c.tile_cols) + "_t" + std::to_string(c.block_threads);
     if (c.is_depthwise())
         return "dw_c" + std::to_string(c.vector) + "_o" + std::to_string(c.outputs) +
                (c.tile_rows != 0 ? "_r" + std::to_string(c.tile_rows) : "") + "_t" +

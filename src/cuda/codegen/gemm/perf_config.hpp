@@ -47,8 +47,18 @@
 //        instead of the caches (1 to 16); without it each thread reads its inputs directly
 //   tT   threads per block (a multiple of 32, at most 1024)
 //
-// e.g. "dw_c8_o4_t128", "dw_c4_o4_r4_t256". Both kinds live in one tuning space: the tuner
-// times them side by side.
+// or, on tensor cores (f16 and bf16, 2-D, the columns' stride 1, (kernel width - 1) x the
+// columns' dilation <= 8: each channel's kernel rows as Toeplitz matrices, depthwise_mma.cuh),
+//
+//   dw_mma_c<C>_r<R>_w<W>_t<T>
+//
+//   cC   channels per block (8, 16 or 32)
+//   rR   output rows per block (8 or 16)
+//   wW   output columns per block (16, 32 or 64)
+//   tT   threads per block (64, 128 or 256; a warp takes C / (T / 32) channels whole)
+//
+// e.g. "dw_c8_o4_t128", "dw_c4_o4_r4_t256", "dw_mma_c16_r16_w32_t128". Both kinds live in one
+// tuning space: the tuner times them side by side.
 #pragma once
 
 #include <cstddef>
@@ -81,7 +91,10 @@ struct perf_config {
     bool tma = false;           // _tma: the producer copies through TMA tensor maps
     unsigned outputs = 0;       // depthwise: outputs per thread along the innermost spatial axis
     unsigned block_threads = 0; // depthwise: threads per block
-    unsigned tile_rows = 0; // depthwise: output rows per block through shared memory (0: direct)
+    unsigned tile_rows = 0;    // depthwise: output rows per block through shared memory (0: direct)
+    bool tensor_cores = false; // depthwise: dw_mma (tile_rows, tile_cols, block_channels)
+    unsigned tile_cols = 0;    // dw_mma: output columns per block
+    unsigned block_channels = 0; // dw_mma: channels per block
     kernel_family family = kernel_family::implicit_gemm;
 
     bool is_depthwise() const { return family == kernel_family::depthwise; }

@@ -1,0 +1,212 @@
+// The depthwise convolution on tensor cores (the dw_mma configs of depthwise_kernel.hpp;
+// docs/ARCHITECTURE.md, "Kernel families"). A 2-D depthwise convolution is, per channel and
+// kernel row r, a product with a Toeplitz matrix: along a row of outputs,
+//   out[h, 8i + j] += sum_u in[h * SH + r * DH, 8i + u] * T_r[u, j],
+//   T_r[u, j] = w[r, (u - j) / DW] where u - j is a multiple of DW below KW * DW, else 0,
+// with u < 16 as long as (KW - 1) * DW <= 8. So one mma.sync m16n8k16 (mma.cuh) per channel
+// and kernel row computes 128 outputs: M = 16 = 8 output rows x 2 groups of 8 columns
+// (row g + 8 is the next group of the same row), N = the 8 columns of a group, K = the 16
+// input columns they read. That is 16 / KW times the multiply-adds of a direct kernel, on
+// units that have them to spare, and it leaves the kernel bound by memory instead of by f32
+// multiply-adds (a 7x7 layer does 49 of those per output).
+//
+// A block computes CB channels x TR output rows x TW output columns:
+//   1. the weights, as each kernel row's diagonals of T in the input's type (a fragment of T is
+//      two 16-bit loads a register), and the input window, channel-major [c][row][col] in
+//      the input's type with zeros where the padding is, into shared memory. The window is
+//      TW + 8 columns wide: a fragment reads 24 columns from its first, and the last 8 only
+//      meet zeros of T. Row pitch WP and plane pitch PLANE are chosen (by the generator) so a
+//      warp's fragment loads and the copy's stores each take one wavefront. While copying,
+//      each thread checks its values for Inf and NaN: T's zeros multiply input values that the
+//      outputs do not read, and 0 * Inf would make them NaN, so a block whose window holds one
+//      computes every output directly from the window instead (f32 multiply-adds in the
+//      reference's order), which is slower but exact. The check is three integer operations a
+//      word (nonfinite_fold), without branches;
+//   2. each warp takes CB / WARPS channels, reads that channel's KH fragments of T once, and
+//      runs the tiles (TR / 8 row groups x TW / 16 column pairs) of it: per kernel row three
+//      32-bit loads (A's second and third 8x8 blocks are the same columns) and one mma;
+//   3. the accumulators go through shared memory (f32 [c][row][col], over the window) so that
+//      each output position's channels come out together, and `store` (the fused epilogue of
+//      the generated kernel) gets 8 channels of one position at a time: a warp's stores are
+//      whole sectors of channels-last output.
+// CFG (written by the generator) holds the geometry, all compile-time:
+//   S; CB, TR, TW, WARPS; KH, KW, SH, DH, DW; PAD_T, PAD_L; IH, IW, OH, OW; C (channels);
+//   IMG_STRIDE, ROW_STRIDE, COL_STRIDE (the input's, in elements; channels contiguous);
+//   W_FILTER, W_ROW, W_COL (the weights'); WP, PLANE (window pitches), TWS, SPLANE (the
+//   accumulators' pitches), WEIGHT_BYTES (where the window starts); ROW_TILES, COL_TILES.
+// Grid: x = images x ROW_TILES x COL_TILES (column tiles fastest), y = channel blocks.
+#pragma once
+
+#include "conflux/mma.cuh"
+#include "conflux/types.cuh"
+
+namespace cx_depthwise_mma_detail {
+
+// Folds word w (two 16-bit values) into `folded`, whose halves get their top bit set if any
+// value folded in has every exponent bit set (Inf or NaN): ~w & E is zero in such a half, and
+// subtracting 1 from it sets its top bit (a half of ~w & E is below 0x8000, and at least 0x0400
+// when not zero, so no other half gets it).
+__device__ __forceinline__ unsigned nonfinite_fold(unsigned folded, unsigned w, const cx_f16*) {
+    return folded | ((~w & 0x7c007c00u) - 0x00010001u);
+}
+__device__ __forceinline__ unsigned nonfinite_fold(unsigned folded, unsigned w, const cx_bf16*) {
+    return folded | ((~w & 0x7f807f80u) - 0x00010001u);
+}
+
+__device__ __forceinline__ unsigned shared_word(const void* p) {
+    return *reinterpret_cast<const unsigned*>(p);
+}
+
+__device__ __forceinline__ unsigned bits16(const void* p) {
+    return *reinterpret_cast<const unsigned short*>(p);
+}
+
+} // namespace cx_depthwise_mma_detail
+
+template <class CFG, class Store>
+__device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restrict__ in,
+                                                 const typename CFG::S* __restrict__ w,
+                                                 unsigned char* smem, Store store) {
+    using namespace cx_depthwise_mma_detail;
+    using S = typename CFG::S;
+    constexpr int CB = CFG::CB, TR = CFG::TR, TW = CFG::TW, THREADS = CFG::WARPS * 32;
+    constexpr int KH = CFG::KH, KW = CFG::KW;
+    constexpr int WR = (TR - 1) * CFG::SH + (KH - 1) * CFG::DH + 1, WC = TW + 8;
+    constexpr int VECS = CB / 8, PAIRS = WC / 2;
+    S* wt = reinterpret_cast<S*>(smem);
+    S* win = reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES);
+    float* stage = reinterpret_cast<float*>(smem + CFG::WEIGHT_BYTES);
+    __shared__ int cx_poisoned;
+
+    const int tid = threadIdx.x;
+    long long tile = blockIdx.x;
+    const int tc = static_cast<int>(tile % CFG::COL_TILES);
+    tile /= CFG::COL_TILES;
+    const int tr = static_cast<int>(tile % CFG::ROW_TILES);
+    const long long img = tile / CFG::ROW_TILES;
+    const int oh0 = tr * TR, ow0 = tc * TW;
+    const int ih0 = oh0 * CFG::SH - CFG::PAD_T, iw0 = ow0 - CFG::PAD_L;
+    const long long c0 = static_cast<long long>(blockIdx.y) * CB;
+
+    if (tid == 0) cx_poisoned = 0;
+    // The weights as rows of T's diagonals: wt[(c * KH + r) * 32 + 8 + d] = T_r[n + d, n] (the
+    // weight of tap d / DW, or 0), so a B fragment is read without bounds checks (d from -7
+    // to 15) and the weights stay in the input's type.
+    for (int i = tid; i < CB * KH * 32; i += THREADS) {
+        const int cl = i / (KH * 32), r = i / 32 % KH, d = i % 32 - 8;
+        unsigned short v = 0;
+        if (c0 + cl < CFG::C && d >= 0 && d % CFG::DW == 0 && d / CFG::DW < KW)
+            v = static_cast<unsigned short>(bits16(w + (c0 + cl) * CFG::W_FILTER + r * CFG::W_ROW +
+                                                   (d / CFG::DW) * CFG::W_COL));
+        *reinterpret_cast<unsigned short*>(wt + i) = v;
+    }
+    // Two neighbouring positions' 8 channels per item, stored as one 32-bit word per channel.
+    unsigned folded = 0;
+    const S* image = in + img * CFG::IMG_STRIDE + c0;
+#pragma unroll 4
+    for (int i = tid; i < WR * PAIRS * VECS; i += THREADS) {
+        const int v = i % VECS, pair = i / VECS % PAIRS, row = i / (VECS * PAIRS);
+        const int ih = ih0 + row, iw = iw0 + 2 * pair;
+        uint4 x0 = {0u, 0u, 0u, 0u}, x1 = {0u, 0u, 0u, 0u};
+        if (c0 + v * 8 < CFG::C && static_cast<unsigned>(ih) < static_cast<unsigned>(CFG::IH)) {
+            const S* at = image + v * 8 + static_cast<long long>(ih) * CFG::ROW_STRIDE;
+            if (static_cast<unsigned>(iw) < static_cast<unsigned>(CFG::IW))
+                x0 = *reinterpret_cast<const uint4*>(at +
+                                                     static_cast<long long>(iw) * CFG::COL_STRIDE);
+            if (static_cast<unsigned>(iw + 1) < static_cast<unsigned>(CFG::IW))
+                x1 = *reinterpret_cast<const uint4*>(at + static_cast<long long>(iw + 1) *
+                                                              CFG::COL_STRIDE);
+        }
+        const unsigned a[4] = {x0.x, x0.y, x0.z, x0.w}, b[4] = {x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+            folded = nonfinite_fold(nonfinite_fold(folded, a[k], static_cast<const S*>(nullptr)),
+                                    b[k], static_cast<const S*>(nullptr));
+        S* dst = win + v * 8 * CFG::PLANE + row * CFG::WP + 2 * pair;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            *reinterpret_cast<unsigned*>(dst + 2 * k * CFG::PLANE) =
+                (a[k] & 0xffffu) | (b[k] << 16);
+            *reinterpret_cast<unsigned*>(dst + (2 * k + 1) * CFG::PLANE) =
+                (a[k] >> 16) | (b[k] & 0xffff0000u);
+        }
+    }
+    __syncthreads(); // cx_poisoned's zero is in before any thread sets it
+    if ((folded & 0x80008000u) != 0) cx_poisoned = 1;
+    __syncthreads();
+    const bool poisoned = cx_poisoned != 0;
+
+    constexpr int COL_PAIRS = TW / 16, TILES = TR / 8 * COL_PAIRS, PER_WARP = CB / CFG::WARPS;
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+    float acc[PER_WARP][TILES][4];
+#pragma unroll
+    for (int ci = 0; ci < PER_WARP; ++ci) {
+        const int c = warp * PER_WARP + ci;
+        const S* plane = win + c * CFG::PLANE;
+        if (!poisoned) {
+            unsigned bf[KH][2];
+#pragma unroll
+            for (int r = 0; r < KH; ++r)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const S* at = wt + (c * KH + r) * 32 + 8 + 2 * q + 8 * e - g;
+                    bf[r][e] = bits16(at) | (bits16(at + 1) << 16);
+                }
+#pragma unroll
+            for (int t = 0; t < TILES; ++t) {
+                const int rg = t / COL_PAIRS, cp = t % COL_PAIRS;
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    acc[ci][t][e] = 0.0f;
+#pragma unroll
+                for (int r = 0; r < KH; ++r) {
+                    const S* at =
+                        plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + 16 * cp + 2 * q;
+                    const unsigned a1 = shared_word(at + 8);
+                    const unsigned af[4] = {shared_word(at), a1, a1, shared_word(at + 16)};
+                    cx_mma_16(acc[ci][t], af, bf[r], static_cast<const S*>(nullptr));
+                }
+            }
+        } else {
+#pragma unroll
+            for (int t = 0; t < TILES; ++t) {
+                const int rg = t / COL_PAIRS, cp = t % COL_PAIRS;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int col = 16 * cp + 8 * (e / 2) + 2 * q + e % 2;
+                    float sum = 0.0f;
+                    for (int r = 0; r < KH; ++r) {
+                        const S* row =
+                            plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + col;
+                        for (int s = 0; s < KW; ++s)
+                            sum = sum + cx_load(row + s * CFG::DW) *
+                                            cx_load(wt + (c * KH + r) * 32 + 8 + s * CFG::DW);
+                    }
+                    acc[ci][t][e] = sum;
+                }
+            }
+        }
+    }
+    __syncthreads(); // the window is read; the accumulators go over it
+#pragma unroll
+    for (int ci = 0; ci < PER_WARP; ++ci)
+#pragma unroll
+        for (int t = 0; t < TILES; ++t) {
+            const int rg = t / COL_PAIRS, cp = t % COL_PAIRS;
+            float* at = stage + (warp * PER_WARP + ci) * CFG::SPLANE + (rg * 8 + g) * CFG::TWS +
+                        16 * cp + 2 * q;
+            *reinterpret_cast<float2*>(at) = make_float2(acc[ci][t][0], acc[ci][t][1]);
+            *reinterpret_cast<float2*>(at + 8) = make_float2(acc[ci][t][2], acc[ci][t][3]);
+        }
+    __syncthreads();
+    for (int i = tid; i < TR * TW * VECS; i += THREADS) {
+        const int v = i % VECS, pos = i / VECS, r = pos / TW, col = pos % TW;
+        const int oh = oh0 + r, ow = ow0 + col;
+        if (oh >= CFG::OH || ow >= CFG::OW || c0 + v * 8 >= CFG::C) continue;
+        float out[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            out[k] = stage[(v * 8 + k) * CFG::SPLANE + r * CFG::TWS + col];
+        store(out, (img * CFG::OH + oh) * CFG::OW + ow, c0 + v * 8);
+    }
+}
