@@ -236,7 +236,7 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
 double estimated_mma_time(const depthwise_plan& k, const gemm_problem& p,
                           const gemm_device_limits& limits) {
     // A position's channels of a block below a 32-byte sector still move a whole one (on the
-    // H100, 8 channels per block ran 1.2-2.4x slower than 16 or 32).
+    // H100, 8 channels per block ran 1.2-2.5x slower than 16 or 32).
     const double sector = std::max(1.0, 32.0 / double(k.block_channels * size_of(p.type)));
     const double bytes_per_block =
         sector * double(k.block_channels) * size_of(p.type) *
