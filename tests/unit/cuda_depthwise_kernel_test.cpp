@@ -298,6 +298,13 @@ TEST(CudaDepthwiseConfig, ProblemKeyTellsTheFamilyApart) {
     const auto dense = problem_of(conv_op(2, 1, 1, 1), shape{dtype::f16, {1, 8, 8, 16}},
                                   shape{dtype::f16, {16, 3, 3, 16}});
     EXPECT_EQ(make_problem_key(dense.problem, "none", "sm_90", 132).family, "conv2d");
+    // Depthwise keys carry the depthwise family's version (entries tuned before the tensor-core
+    // configs are stale and re-tuned); other convolutions keep the GEMM generator's.
+    EXPECT_EQ(make_problem_key(d.problem, "none", "sm_90", 132).generator_version,
+              depthwise_generator_version);
+    EXPECT_EQ(make_problem_key(dense.problem, "none", "sm_90", 132).generator_version,
+              gemm_generator_version);
+    EXPECT_STRNE(depthwise_generator_version, gemm_generator_version);
 }
 
 TEST(CudaDepthwiseKernel, EmptyProblemLaunchesNothing) {
