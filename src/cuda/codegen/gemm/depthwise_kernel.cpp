@@ -651,21 +651,45 @@ std::string tiled_body(const depthwise_plan& k, const gemm_problem& p,
     return s;
 }
 
+// What every depthwise kernel starts with: the buffers it takes, its headers, which config it
+// runs for which problem and the epilogue's functions in out.code; its parameters (input,
+// weights, the epilogue's) and the epilogue's extra call arguments.
+struct kernel_start {
+    kernel_source out;
+    std::vector<std::string> params;
+    std::string args;
+};
+kernel_start start_kernel(const gemm_problem& p, const perf_config& c, const gemm_epilogue& e,
+                          const std::string& entry, const std::vector<std::string>& headers) {
+    kernel_start k;
+    k.out.entry = entry;
+    k.out.inputs = 2 + e.inputs;
+    k.out.outputs = e.parameters.size() - e.inputs;
+    k.out.code = text::include_prelude(headers) + text::suppress_unused_warnings + "// depthwise " +
+                 to_string(c) + " for " + to_string(p) + "\n\n" + e.code + "\n";
+    const std::string S = storage_type(p.type);
+    k.params = {"const " + S + "* __restrict__ in0", "const " + S + "* __restrict__ in1"};
+    k.params.insert(k.params.end(), e.parameters.begin(), e.parameters.end());
+    for (const auto& a : e.arguments)
+        k.args += ", " + a;
+    return k;
+}
+
+// The plan's grid, block and dynamic shared memory.
+void set_launch(kernel_source& out, const depthwise_plan& k) {
+    out.launch.grid = {k.grid_x, k.grid_y, 1};
+    out.launch.block = {k.threads, 1, 1};
+    out.launch.shared_bytes = unsigned(k.shared_bytes);
+}
+
 // A dw_mma config's kernel: its geometry as the compile-time CFG of cx_depthwise_mma
 // (depthwise_mma.cuh), which hands each position's 8 channels to the epilogue.
 kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p,
                                   const perf_config& c, const gemm_epilogue& epilogue,
                                   const std::string& entry) {
     const conv_geometry& g = *p.conv;
-    const std::string S = storage_type(p.type);
-    kernel_source out;
-    out.entry = entry;
-    out.inputs = 2 + epilogue.inputs;
-    out.outputs = epilogue.parameters.size() - epilogue.inputs;
-    std::string& s = out.code;
-    s += text::include_prelude({"types.cuh", "depthwise_mma.cuh"}) + text::suppress_unused_warnings;
-    s += "// depthwise " + to_string(c) + " for " + to_string(p) + "\n\n";
-    s += epilogue.code + "\n";
+    kernel_start start = start_kernel(p, c, epilogue, entry, {"types.cuh", "depthwise_mma.cuh"});
+    std::string& s = start.out.code;
     auto field = [&](const char* name, std::size_t v) {
         s += "    static constexpr int " + std::string(name) + " = " + lit(v) + ";\n";
     };
@@ -673,7 +697,7 @@ kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p
         s += "    static constexpr long long " + std::string(name) + " = " + ll(v) + ";\n";
     };
     s += "struct cx_dw_cfg {\n";
-    s += "    typedef " + S + " S;\n";
+    s += "    typedef " + storage_type(p.type) + " S;\n";
     field("CB", k.block_channels);
     field("TR", k.tile_rows);
     field("TW", k.tile_cols);
@@ -704,14 +728,10 @@ kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p
     field("ROW_TILES", k.row_tiles);
     field("COL_TILES", k.col_tiles);
     s += "};\n\n";
-    std::vector<std::string> params{"const " + S + "* __restrict__ in0",
-                                    "const " + S + "* __restrict__ in1"};
-    params.insert(params.end(), epilogue.parameters.begin(), epilogue.parameters.end());
-    std::string args;
-    for (const auto& a : epilogue.arguments)
-        args += ", " + a;
+    const std::string& args = start.args;
     const unsigned lanes = epilogue.lanes > 1 && 8 % epilogue.lanes == 0 ? epilogue.lanes : 1;
-    s += text::kernel_signature(entry, params, k.threads, std::max(1u, 1024 / k.threads)) + " {\n";
+    s += text::kernel_signature(entry, start.params, k.threads, std::max(1u, 1024 / k.threads)) +
+         " {\n";
     s += "    extern __shared__ __align__(16) float cx_dw_w[];\n";
     s += "    cx_depthwise_mma<cx_dw_cfg>(in0, in1, reinterpret_cast<unsigned char*>(cx_dw_w),\n";
     s += "        [&](float* v, long long m, long long f) {\n";
@@ -721,10 +741,8 @@ kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p
                        : "            cx_epilogue(v[" + std::to_string(q) + "], 0LL, m, f + " +
                              std::to_string(q) + args + ");\n";
     s += "        });\n}\n";
-    out.launch.grid = {k.grid_x, k.grid_y, 1};
-    out.launch.block = {k.threads, 1, 1};
-    out.launch.shared_bytes = unsigned(k.shared_bytes);
-    return out;
+    set_launch(start.out, k);
+    return start.out;
 }
 
 } // namespace
@@ -745,27 +763,17 @@ kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config
     const std::string S = storage_type(p.type);
     const std::string in = "    ";
 
-    kernel_source out;
-    out.entry = entry;
-    out.inputs = 2 + epilogue.inputs;
-    out.outputs = epilogue.parameters.size() - epilogue.inputs;
+    kernel_start start = start_kernel(p, c, epilogue, entry, {"types.cuh"});
+    kernel_source& out = start.out;
     std::string& s = out.code;
-    s += text::include_prelude({"types.cuh"}) + text::suppress_unused_warnings;
-    s += "// depthwise " + to_string(c) + " for " + to_string(p) + "\n\n";
-    s += epilogue.code + "\n";
-    std::vector<std::string> params{"const " + S + "* __restrict__ in0",
-                                    "const " + S + "* __restrict__ in1"};
-    params.insert(params.end(), epilogue.parameters.begin(), epilogue.parameters.end());
-    s += text::kernel_signature(entry, params, k.threads) + " {\n";
+    s += text::kernel_signature(entry, start.params, k.threads) + " {\n";
     if (p.empty()) {
         s += "}\n";
         out.launch.grid = {0, 1, 1};
         out.launch.block = {k.threads, 1, 1};
         return out;
     }
-    std::string args;
-    for (const auto& a : epilogue.arguments)
-        args += ", " + a;
+    const std::string& args = start.args;
 
     // The block's weights, f32, [tap][channel of the block]. Read tap-fastest: a filter's taps
     // are contiguous in the weights (KRSC), so consecutive threads read consecutive elements.
@@ -794,9 +802,7 @@ kernel_source generate_depthwise_kernel(const gemm_problem& p, const perf_config
     s += in + "}\n";
     auto finished = [&] {
         s += "}\n";
-        out.launch.grid = {k.grid_x, k.grid_y, 1};
-        out.launch.block = {k.threads, 1, 1};
-        out.launch.shared_bytes = unsigned(k.shared_bytes);
+        set_launch(out, k);
         return out;
     };
     if (k.tile_rows != 0) {
