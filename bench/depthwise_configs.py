@@ -23,9 +23,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-SPEC_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12}
+# The spec bandwidths and the per-kernel table's row, as depthwise_layers.py reads them.
+from depthwise_layers import ROW, SPEC_BANDWIDTH
+
 LAYER = re.compile(r"^(\d+)x(\d+)x(\d+)x(\d+)k(\d+)s(\d+)$")
-ROW = re.compile(r"^\s*[\d.]+%\s+([\d.]+)\s+(\S+)\s+(.*?)\s{2,}(\S.*)$")
 
 
 def make_layer(path, n, h, w, c, k, stride):
