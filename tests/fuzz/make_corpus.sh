@@ -194,7 +194,7 @@ for cfg in 128x128x32_w2x2_s3_k1 64x64x16_w2x2_s2_k1_simt 128x256x32_w2x4_s3_k2_
   128x128x32_w2x2_s3_k1_ 64x64x64_w4x4_s8_k64_v16 128x256x64_w8x1_s4_k1_wgmma \
   128x128x64_w8x1_s4_k1_wgmma_pp_tma 128x192x64_w8x1_s3_k1_wgmma_ws dw_c8_o4_t128 \
   dw_c4_o4_r4_t256 dw_c1_o8_r16_t1024 dw_mma_c16_r16_w32_t128 dw_mma_c8_r8_w16_t64 \
-  dw_mma_c32_r16_w64_t256 dw_mma_c0_r8_w16_t64; do
+  dw_mma_c32_r16_w64_t256 dw_mma_c0_r8_w16_t64 dw_mma_c16_r8_w32_t256_p; do
   printf '%s' "$cfg" >"$p/$cfg"
 done
 # --- cfx_load: saved programs without their 16-byte digest (the fuzzer appends it) -----------

@@ -377,6 +377,9 @@ std::vector<test_case> cases() {
         r.push_back(conv_case("depthwise f16 1x9 [1,6,50,16]", row9, shape{d::f16, {1, 6, 50, 16}},
                               shape{d::f16, {16, 1, 9, 1}}));
     }
+    // Enough tiles that the pipelined configs' blocks (what the SMs hold) walk several each.
+    r.push_back(conv_case("depthwise f16 7x7 pad 3 [8,64,64,128]", conv_op(2, 1, 3, 128),
+                          shape{d::f16, {8, 64, 64, 128}}, shape{d::f16, {128, 7, 7, 1}}));
     {
         op::convolution asym = conv_op(2, 1, 0, 16);
         asym.padding = {0, 2, 1, 1}; // top 0, left 2, bottom 1, right 1

@@ -61,8 +61,9 @@ perf_config tiled(unsigned v, unsigned o, unsigned rows, unsigned t) {
     return c;
 }
 
-perf_config mma(unsigned channels, unsigned rows, unsigned cols, unsigned t) {
-    return depthwise_mma_config(channels, rows, cols, t);
+perf_config mma(unsigned channels, unsigned rows, unsigned cols, unsigned t,
+                bool pipelined = false) {
+    return depthwise_mma_config(channels, rows, cols, t, pipelined);
 }
 
 std::string reason(const perf_config& c, const gemm_problem& p) {
@@ -90,7 +91,8 @@ TEST(CudaDepthwiseConfig, ParsesAndPrintsRoundTrip) {
 }
 
 TEST(CudaDepthwiseConfig, TensorCoreConfigsParseAndPrint) {
-    for (const char* text : {"dw_mma_c16_r16_w32_t128", "dw_mma_c8_r8_w16_t64"}) {
+    for (const char* text :
+         {"dw_mma_c16_r16_w32_t128", "dw_mma_c8_r8_w16_t64", "dw_mma_c16_r8_w32_t256_p"}) {
         const auto c = parse_perf_config(text);
         ASSERT_TRUE(c.has_value()) << text;
         EXPECT_TRUE(c->is_depthwise() && c->tensor_cores);
@@ -99,9 +101,12 @@ TEST(CudaDepthwiseConfig, TensorCoreConfigsParseAndPrint) {
     const auto c = parse_perf_config("dw_mma_c32_r8_w64_t256");
     EXPECT_EQ(*c, mma(32, 8, 64, 256));
     EXPECT_EQ(c->threads(), 256u);
+    EXPECT_FALSE(c->pipelined);
+    EXPECT_EQ(*parse_perf_config("dw_mma_c32_r8_w64_t256_p"), mma(32, 8, 64, 256, true));
     for (const char* text :
          {"dw_mma_c16_r16_w32", "dw_mma_c16_w32_r16_t128", "dw_mma_c016_r16_w32_t128",
-          "dw_mma_c16_r16_w32_t128_x", "dw_mma_r16_w32_t128"})
+          "dw_mma_c16_r16_w32_t128_x", "dw_mma_r16_w32_t128", "dw_mma_c16_r16_w32_t128_p_p",
+          "dw_mma_c16_r16_w32_p_t128", "dw_mma_c16_r16_w32_t128_P", "dw_c8_o4_t128_p"})
         EXPECT_FALSE(parse_perf_config(text).has_value()) << text;
 }
 
@@ -135,6 +140,43 @@ TEST(CudaDepthwiseConfig, TensorCoreConfigsRejectWithReasons) {
     EXPECT_NE(reason(mma(12, 8, 16, 128), d.problem).find("8, 16 or 32"), std::string::npos);
     EXPECT_NE(reason(mma(16, 4, 16, 128), d.problem).find("rows"), std::string::npos);
     EXPECT_NE(reason(mma(16, 8, 24, 128), d.problem).find("columns"), std::string::npos);
+}
+
+// The pipelined form: as many blocks as the SMs hold at 128 registers a thread, each walking
+// several tiles; a thread's share of the next window must fit in its registers.
+TEST(CudaDepthwiseConfig, PipelinedPlanWalksTilesOnTheResidentBlocks) {
+    const auto d = convnext_7x7(); // 56x56 outputs, 96 channels, batch 32
+    std::string why;
+    const auto plain = make_depthwise_plan(mma(16, 8, 32, 256), d.problem, {}, &why);
+    ASSERT_TRUE(plain.has_value()) << why;
+    EXPECT_FALSE(plain->pipelined);
+    EXPECT_EQ(plain->min_blocks, 4u);
+    EXPECT_EQ(plain->grid_x, 32u * 7 * 2);
+    const auto walking = make_depthwise_plan(mma(16, 8, 32, 256, true), d.problem, {}, &why);
+    ASSERT_TRUE(walking.has_value()) << why;
+    EXPECT_TRUE(walking->pipelined);
+    EXPECT_EQ(walking->min_blocks, 2u);
+    EXPECT_EQ(walking->spatial_tiles, 32u * 7 * 2);
+    EXPECT_EQ(walking->grid_y, 6u);
+    EXPECT_EQ(walking->grid_x, 132u * 2 / 6); // 44 blocks of each channel block
+    // A window of 14 rows x 20 column pairs x 2 channel vectors: 560 items, 3 per thread of 256.
+    EXPECT_EQ(walking->window_share, 3u);
+    // A device of one SM: a block of each channel block, walking every tile.
+    gemm_device_limits one_sm;
+    one_sm.sm_count = 1;
+    EXPECT_EQ(make_depthwise_plan(mma(16, 8, 32, 256, true), d.problem, one_sm, &why)->grid_x, 1u);
+    // Fewer tiles than the SMs hold: one block a tile.
+    const auto small = problem_of(conv_op(2, 1, 3, 96), shape{dtype::f16, {1, 14, 14, 96}},
+                                  shape{dtype::f16, {96, 7, 7, 1}});
+    EXPECT_EQ(make_depthwise_plan(mma(16, 8, 32, 256, true), small.problem, {}, &why)->grid_x, 2u);
+    // Rows strided by 2: a window of 21 rows x 24 columns x 2 channel vectors is 504 items,
+    // 8 for each of 64 threads; the plain form takes it.
+    op::convolution rows = conv_op(2, 1, 3, 96);
+    rows.stride = {2, 1};
+    const auto strided =
+        problem_of(rows, shape{dtype::f16, {32, 56, 56, 96}}, shape{dtype::f16, {96, 7, 7, 1}});
+    EXPECT_TRUE(valid(mma(16, 8, 16, 64), strided.problem));
+    EXPECT_NE(reason(mma(16, 8, 16, 64, true), strided.problem).find("8 items"), std::string::npos);
 }
 
 TEST(CudaDepthwiseConfig, RejectsGarbage) {
@@ -273,6 +315,17 @@ TEST(CudaDepthwiseConfig, ComesFirstInTheTuningSpaceBesideTheGemmConfigs) {
     EXPECT_TRUE(cs[1].tensor_cores && !cs[2].tensor_cores && cs[2].tile_rows == 0)
         << to_string(cs[0]) << " " << to_string(cs[1]) << " " << to_string(cs[2]);
     EXPECT_GE(cs[1].block_channels, 16u) << to_string(cs[1]);
+    // The pipelined form comes after every other depthwise config (exhaustive tuning reaches it).
+    std::size_t last_plain = 0, first_pipelined = cs.size();
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+        if (!cs[i].is_depthwise()) continue;
+        if (cs[i].pipelined)
+            first_pipelined = std::min(first_pipelined, i);
+        else
+            last_plain = i;
+    }
+    EXPECT_LT(last_plain, first_pipelined);
+    EXPECT_LT(first_pipelined, cs.size());
     // A 31x31 kernel runs one channel per thread; no depthwise config fits a 61x61 one, whose
     // GEMM configs still run it.
     const auto large = problem_of(conv_op(2, 1, 15, 256), shape{dtype::f16, {1, 32, 32, 256}},

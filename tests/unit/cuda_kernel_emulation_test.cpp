@@ -711,7 +711,7 @@ TEST(CudaKernelEmulation, DepthwiseTensorCoreConfigsMatchTheReference) {
                 {m.add_instruction(op::make_elementwise(op::elementwise_kind::relu), {sum})});
         };
     };
-    auto mma_configs = [&](const layer& l, dtype t) {
+    auto mma_configs = [&](const layer& l, dtype t, bool pipelined = false) {
         const std::size_t c = l.x[3];
         const op::convolution conv{l.padding, l.stride, l.dilation, c, true};
         const shape x{t, l.x}, w{t, {c, l.kh, l.kw, 1}};
@@ -720,7 +720,7 @@ TEST(CudaKernelEmulation, DepthwiseTensorCoreConfigsMatchTheReference) {
         std::vector<std::string> r;
         if (!problem) return r;
         for (const perf_config& pc : depthwise_candidates(*problem))
-            if (pc.tensor_cores) r.push_back(to_string(pc));
+            if (pc.tensor_cores && pc.pipelined == pipelined) r.push_back(to_string(pc));
         return r;
     };
     for (const layer& l : layers)
@@ -737,21 +737,42 @@ TEST(CudaKernelEmulation, DepthwiseTensorCoreConfigsMatchTheReference) {
                              build_layer(l, t), options);
             }
         }
-    // Inf and NaN in the input of the 7x7 layer, in different blocks.
-    for (dtype t : {dtype::f16, dtype::bf16}) {
-        const layer& l = layers[0];
-        lowering_options options;
-        options.perf_config = mma_configs(l, t).at(0);
-        programs.add("7x7 with Inf and NaN " + std::string(to_string(t)), build_layer(l, t),
-                     options, [&](ref::parameter_map& params) {
-                         argument& x = params.at("x");
-                         auto* bits = reinterpret_cast<std::uint16_t*>(x.data());
-                         const bool f16 = t == dtype::f16;
-                         // [n, h, w, c] = [0, 4, 5, 3] Inf, [1, 15, 30, 20] NaN.
-                         bits[((0 * 20 + 4) * 37 + 5) * 32 + 3] = f16 ? 0x7c00 : 0x7f80;
-                         bits[((1 * 20 + 15) * 37 + 30) * 32 + 20] = f16 ? 0x7e00 : 0x7fc0;
-                     });
-    }
+    // The pipelined form's best three, generated for a device of one SM, so that each block
+    // walks many tiles (up to 12 here) and every window after the first is loaded while the
+    // block computes the one before.
+    lowering_options one_sm;
+    one_sm.limits.sm_count = 1;
+    for (const layer& l : layers)
+        for (dtype t : {dtype::f16, dtype::bf16}) {
+            const auto configs = mma_configs(l, t, true);
+            ASSERT_GE(configs.size(), 1u) << l.name;
+            for (std::size_t i = 0; i < std::min<std::size_t>(3, configs.size()); ++i) {
+                lowering_options options = one_sm;
+                options.perf_config = configs[i];
+                forced.push_back(configs[i]);
+                programs.add(l.name + " " + std::string(to_string(t)) + " " + configs[i] +
+                                 " on one SM",
+                             build_layer(l, t), options);
+            }
+        }
+    // Inf and NaN in the input of the 7x7 layer, in different blocks (and, pipelined, in
+    // different tiles of one block: the next tile computes with tensor cores again).
+    for (bool pipelined : {false, true})
+        for (dtype t : {dtype::f16, dtype::bf16}) {
+            const layer& l = layers[0];
+            lowering_options options = pipelined ? one_sm : lowering_options{};
+            options.perf_config = mma_configs(l, t, pipelined).at(0);
+            programs.add("7x7 with Inf and NaN " + std::string(to_string(t)) + " " +
+                             options.perf_config,
+                         build_layer(l, t), options, [&](ref::parameter_map& params) {
+                             argument& x = params.at("x");
+                             auto* bits = reinterpret_cast<std::uint16_t*>(x.data());
+                             const bool f16 = t == dtype::f16;
+                             // [n, h, w, c] = [0, 4, 5, 3] Inf, [1, 15, 30, 20] NaN.
+                             bits[((0 * 20 + 4) * 37 + 5) * 32 + 3] = f16 ? 0x7c00 : 0x7f80;
+                             bits[((1 * 20 + 15) * 37 + 30) * 32 + 20] = f16 ? 0x7e00 : 0x7fc0;
+                         });
+        }
     programs.expect_each_config_ran_fused(forced);
     programs.expect_each_matches_the_reference();
 }

@@ -207,6 +207,23 @@ inline void __syncthreads() {
     cx_emulation_yield(cx_emulated_thread::at_barrier);
 }
 
+// A barrier that returns whether any of the block's threads passed a non-zero value: each
+// thread posts, all arrive, each reads, and the last to read clears the value before any thread
+// can pass the second barrier and post again.
+inline int __syncthreads_or(int v) {
+    static int any = 0;
+    static unsigned reads = 0;
+    any |= v != 0;
+    __syncthreads();
+    const int r = any;
+    if (++reads == cx_emu.block_dim.x * cx_emu.block_dim.y * cx_emu.block_dim.z) {
+        any = 0;
+        reads = 0;
+    }
+    __syncthreads();
+    return r;
+}
+
 // A warp barrier: every lane of the warp arrives before any goes on.
 inline void __syncwarp(unsigned = 0xffffffffu) {
     cx_emulation_yield(cx_emulated_thread::at_warp);

@@ -33,8 +33,10 @@
 //   S; CB, TR, TW, WARPS; KH, KW, SH, DH, DW; PAD_T, PAD_L; IH, IW, OH, OW; C (channels);
 //   IMG_STRIDE, ROW_STRIDE, COL_STRIDE (the input's, in elements; channels contiguous);
 //   W_FILTER, W_ROW, W_COL (the weights'); WP, PLANE (window pitches), TWS, SPLANE (the
-//   accumulators' pitches), WEIGHT_BYTES (where the window starts); ROW_TILES, COL_TILES.
-// Grid: x = images x ROW_TILES x COL_TILES (column tiles fastest), y = channel blocks.
+//   accumulators' pitches), WEIGHT_BYTES (where the window starts); ROW_TILES, COL_TILES;
+//   SPATIAL_TILES (images x ROW_TILES x COL_TILES).
+// Grid: x = the spatial tiles (column tiles fastest), y = channel blocks; in the pipelined form
+// x is what the SMs hold at once (the generator's choice), each block walking several tiles.
 #pragma once
 
 #include "conflux/mma.cuh"
@@ -61,105 +63,134 @@ __device__ __forceinline__ unsigned bits16(const void* p) {
     return *reinterpret_cast<const unsigned short*>(p);
 }
 
-} // namespace cx_depthwise_mma_detail
+// The block's shape, from CFG.
+template <class CFG> struct block_shape {
+    static constexpr int CB = CFG::CB, TR = CFG::TR, TW = CFG::TW, THREADS = CFG::WARPS * 32;
+    static constexpr int KH = CFG::KH, KW = CFG::KW;
+    static constexpr int WR = (TR - 1) * CFG::SH + (KH - 1) * CFG::DH + 1, WC = TW + 8;
+    static constexpr int VECS = CB / 8, PAIRS = WC / 2, ITEMS = WR * PAIRS * VECS;
+    static constexpr int COL_PAIRS = TW / 16, TILES = TR / 8 * COL_PAIRS;
+    static constexpr int PER_WARP = CB / CFG::WARPS;
+};
 
-template <class CFG, class Store>
-__device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restrict__ in,
-                                                 const typename CFG::S* __restrict__ w,
-                                                 unsigned char* smem, Store store) {
-    using namespace cx_depthwise_mma_detail;
-    using S = typename CFG::S;
-    constexpr int CB = CFG::CB, TR = CFG::TR, TW = CFG::TW, THREADS = CFG::WARPS * 32;
-    constexpr int KH = CFG::KH, KW = CFG::KW;
-    constexpr int WR = (TR - 1) * CFG::SH + (KH - 1) * CFG::DH + 1, WC = TW + 8;
-    constexpr int VECS = CB / 8, PAIRS = WC / 2;
-    S* wt = reinterpret_cast<S*>(smem);
-    S* win = reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES);
-    float* stage = reinterpret_cast<float*>(smem + CFG::WEIGHT_BYTES);
-    __shared__ int cx_poisoned;
+// Where spatial tile `tile` (images x ROW_TILES x COL_TILES, column tiles fastest) starts.
+struct tile_origin {
+    long long img;
+    int oh0, ow0, ih0, iw0;
+};
 
-    const int tid = threadIdx.x;
-    long long tile = blockIdx.x;
+template <class CFG> __device__ __forceinline__ tile_origin origin_of(long long tile) {
+    tile_origin t;
     const int tc = static_cast<int>(tile % CFG::COL_TILES);
     tile /= CFG::COL_TILES;
     const int tr = static_cast<int>(tile % CFG::ROW_TILES);
-    const long long img = tile / CFG::ROW_TILES;
-    const int oh0 = tr * TR, ow0 = tc * TW;
-    const int ih0 = oh0 * CFG::SH - CFG::PAD_T, iw0 = ow0 - CFG::PAD_L;
-    const long long c0 = static_cast<long long>(blockIdx.y) * CB;
+    t.img = tile / CFG::ROW_TILES;
+    t.oh0 = tr * CFG::TR;
+    t.ow0 = tc * CFG::TW;
+    t.ih0 = t.oh0 * CFG::SH - CFG::PAD_T;
+    t.iw0 = t.ow0 - CFG::PAD_L;
+    return t;
+}
 
-    if (tid == 0) cx_poisoned = 0;
-    // The weights as rows of T's diagonals: wt[(c * KH + r) * 32 + 8 + d] = T_r[n + d, n] (the
-    // weight of tap d / DW, or 0), so a B fragment is read without bounds checks (d from -7
-    // to 15) and the weights stay in the input's type.
-    for (int i = tid; i < CB * KH * 32; i += THREADS) {
-        const int cl = i / (KH * 32), r = i / 32 % KH, d = i % 32 - 8;
+// The weights as rows of T's diagonals: wt[(c * KH + r) * 32 + 8 + d] = T_r[n + d, n] (the
+// weight of tap d / DW, or 0), so a B fragment is read without bounds checks (d from -7 to 15)
+// and the weights stay in the input's type.
+template <class CFG>
+__device__ __forceinline__ void copy_weights(const typename CFG::S* __restrict__ w,
+                                             typename CFG::S* wt, long long c0) {
+    using K = block_shape<CFG>;
+    for (int i = threadIdx.x; i < K::CB * K::KH * 32; i += K::THREADS) {
+        const int cl = i / (K::KH * 32), r = i / 32 % K::KH, d = i % 32 - 8;
         unsigned short v = 0;
-        if (c0 + cl < CFG::C && d >= 0 && d % CFG::DW == 0 && d / CFG::DW < KW)
+        if (c0 + cl < CFG::C && d >= 0 && d % CFG::DW == 0 && d / CFG::DW < K::KW)
             v = static_cast<unsigned short>(bits16(w + (c0 + cl) * CFG::W_FILTER + r * CFG::W_ROW +
                                                    (d / CFG::DW) * CFG::W_COL));
         *reinterpret_cast<unsigned short*>(wt + i) = v;
     }
-    // Two neighbouring positions' 8 channels per item, stored as one 32-bit word per channel.
-    unsigned folded = 0;
-    const S* image = in + img * CFG::IMG_STRIDE + c0;
-#pragma unroll 4
-    for (int i = tid; i < WR * PAIRS * VECS; i += THREADS) {
-        const int v = i % VECS, pair = i / VECS % PAIRS, row = i / (VECS * PAIRS);
-        const int ih = ih0 + row, iw = iw0 + 2 * pair;
-        uint4 x0 = {0u, 0u, 0u, 0u}, x1 = {0u, 0u, 0u, 0u};
-        if (c0 + v * 8 < CFG::C && static_cast<unsigned>(ih) < static_cast<unsigned>(CFG::IH)) {
-            const S* at = image + v * 8 + static_cast<long long>(ih) * CFG::ROW_STRIDE;
-            if (static_cast<unsigned>(iw) < static_cast<unsigned>(CFG::IW))
-                x0 = *reinterpret_cast<const uint4*>(at +
-                                                     static_cast<long long>(iw) * CFG::COL_STRIDE);
-            if (static_cast<unsigned>(iw + 1) < static_cast<unsigned>(CFG::IW))
-                x1 = *reinterpret_cast<const uint4*>(at + static_cast<long long>(iw + 1) *
-                                                              CFG::COL_STRIDE);
-        }
-        const unsigned a[4] = {x0.x, x0.y, x0.z, x0.w}, b[4] = {x1.x, x1.y, x1.z, x1.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-            folded = nonfinite_fold(nonfinite_fold(folded, a[k], static_cast<const S*>(nullptr)),
-                                    b[k], static_cast<const S*>(nullptr));
-        S* dst = win + v * 8 * CFG::PLANE + row * CFG::WP + 2 * pair;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            *reinterpret_cast<unsigned*>(dst + 2 * k * CFG::PLANE) =
-                (a[k] & 0xffffu) | (b[k] << 16);
-            *reinterpret_cast<unsigned*>(dst + (2 * k + 1) * CFG::PLANE) =
-                (a[k] >> 16) | (b[k] & 0xffff0000u);
-        }
-    }
-    __syncthreads(); // cx_poisoned's zero is in before any thread sets it
-    if ((folded & 0x80008000u) != 0) cx_poisoned = 1;
-    __syncthreads();
-    const bool poisoned = cx_poisoned != 0;
+}
 
-    constexpr int COL_PAIRS = TW / 16, TILES = TR / 8 * COL_PAIRS, PER_WARP = CB / CFG::WARPS;
-    const int warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
-    float acc[PER_WARP][TILES][4];
+// Item i of the window: two neighbouring positions' 8 channels (zeros in the padding and past
+// the last channel).
+struct window_item {
+    uint4 x0, x1;
+};
+
+template <class CFG>
+__device__ __forceinline__ window_item load_item(int i, const typename CFG::S* __restrict__ in,
+                                                 const tile_origin& t, long long c0) {
+    using K = block_shape<CFG>;
+    const int v = i % K::VECS, pair = i / K::VECS % K::PAIRS, row = i / (K::VECS * K::PAIRS);
+    const int ih = t.ih0 + row, iw = t.iw0 + 2 * pair;
+    window_item x = {{0u, 0u, 0u, 0u}, {0u, 0u, 0u, 0u}};
+    if (c0 + v * 8 < CFG::C && static_cast<unsigned>(ih) < static_cast<unsigned>(CFG::IH)) {
+        const typename CFG::S* at = in + t.img * CFG::IMG_STRIDE + c0 + v * 8 +
+                                    static_cast<long long>(ih) * CFG::ROW_STRIDE;
+        if (static_cast<unsigned>(iw) < static_cast<unsigned>(CFG::IW))
+            x.x0 =
+                *reinterpret_cast<const uint4*>(at + static_cast<long long>(iw) * CFG::COL_STRIDE);
+        if (static_cast<unsigned>(iw + 1) < static_cast<unsigned>(CFG::IW))
+            x.x1 = *reinterpret_cast<const uint4*>(at + static_cast<long long>(iw + 1) *
+                                                            CFG::COL_STRIDE);
+    }
+    return x;
+}
+
+// Stores item i channel-major, one 32-bit word (the two positions) per channel, and returns
+// `folded` with its values folded in (nonfinite_fold).
+template <class CFG>
+__device__ __forceinline__ unsigned store_item(int i, const window_item& x, typename CFG::S* win,
+                                               unsigned folded) {
+    using K = block_shape<CFG>;
+    using S = typename CFG::S;
+    const int v = i % K::VECS, pair = i / K::VECS % K::PAIRS, row = i / (K::VECS * K::PAIRS);
+    const unsigned a[4] = {x.x0.x, x.x0.y, x.x0.z, x.x0.w}, b[4] = {x.x1.x, x.x1.y, x.x1.z, x.x1.w};
 #pragma unroll
-    for (int ci = 0; ci < PER_WARP; ++ci) {
-        const int c = warp * PER_WARP + ci;
+    for (int k = 0; k < 4; ++k)
+        folded = nonfinite_fold(nonfinite_fold(folded, a[k], static_cast<const S*>(nullptr)), b[k],
+                                static_cast<const S*>(nullptr));
+    S* dst = win + v * 8 * CFG::PLANE + row * CFG::WP + 2 * pair;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        *reinterpret_cast<unsigned*>(dst + 2 * k * CFG::PLANE) = (a[k] & 0xffffu) | (b[k] << 16);
+        *reinterpret_cast<unsigned*>(dst + (2 * k + 1) * CFG::PLANE) =
+            (a[k] >> 16) | (b[k] & 0xffff0000u);
+    }
+    return folded;
+}
+
+template <class CFG>
+using accumulators = float[block_shape<CFG>::PER_WARP][block_shape<CFG>::TILES][4];
+
+// Each warp's channels over the window in shared memory: per channel, T's KH fragments once,
+// then per tile and kernel row three 32-bit loads and one mma; a poisoned window (an Inf or NaN
+// in it) directly, in f32.
+template <class CFG>
+__device__ __forceinline__ void products(const typename CFG::S* win, const typename CFG::S* wt,
+                                         bool poisoned, accumulators<CFG>& acc) {
+    using K = block_shape<CFG>;
+    using S = typename CFG::S;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int ci = 0; ci < K::PER_WARP; ++ci) {
+        const int c = warp * K::PER_WARP + ci;
         const S* plane = win + c * CFG::PLANE;
         if (!poisoned) {
-            unsigned bf[KH][2];
+            unsigned bf[K::KH][2];
 #pragma unroll
-            for (int r = 0; r < KH; ++r)
+            for (int r = 0; r < K::KH; ++r)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const S* at = wt + (c * KH + r) * 32 + 8 + 2 * q + 8 * e - g;
+                    const S* at = wt + (c * K::KH + r) * 32 + 8 + 2 * q + 8 * e - g;
                     bf[r][e] = bits16(at) | (bits16(at + 1) << 16);
                 }
 #pragma unroll
-            for (int t = 0; t < TILES; ++t) {
-                const int rg = t / COL_PAIRS, cp = t % COL_PAIRS;
+            for (int t = 0; t < K::TILES; ++t) {
+                const int rg = t / K::COL_PAIRS, cp = t % K::COL_PAIRS;
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
                     acc[ci][t][e] = 0.0f;
 #pragma unroll
-                for (int r = 0; r < KH; ++r) {
+                for (int r = 0; r < K::KH; ++r) {
                     const S* at =
                         plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + 16 * cp + 2 * q;
                     const unsigned a1 = shared_word(at + 8);
@@ -169,44 +200,120 @@ __device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restri
             }
         } else {
 #pragma unroll
-            for (int t = 0; t < TILES; ++t) {
-                const int rg = t / COL_PAIRS, cp = t % COL_PAIRS;
+            for (int t = 0; t < K::TILES; ++t) {
+                const int rg = t / K::COL_PAIRS, cp = t % K::COL_PAIRS;
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int col = 16 * cp + 8 * (e / 2) + 2 * q + e % 2;
                     float sum = 0.0f;
-                    for (int r = 0; r < KH; ++r) {
+                    for (int r = 0; r < K::KH; ++r) {
                         const S* row =
                             plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + col;
-                        for (int s = 0; s < KW; ++s)
+                        for (int s = 0; s < K::KW; ++s)
                             sum = sum + cx_load(row + s * CFG::DW) *
-                                            cx_load(wt + (c * KH + r) * 32 + 8 + s * CFG::DW);
+                                            cx_load(wt + (c * K::KH + r) * 32 + 8 + s * CFG::DW);
                     }
                     acc[ci][t][e] = sum;
                 }
             }
         }
     }
+}
+
+// The accumulators through shared memory (f32 [c][row][col], over the window, once every warp
+// has read it), then 8 channels of one position at a time to `store`.
+template <class CFG, class Store>
+__device__ __forceinline__ void store_outputs(const accumulators<CFG>& acc, float* stage,
+                                              const tile_origin& t, long long c0, Store& store) {
+    using K = block_shape<CFG>;
+    const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, q = tid % 4;
     __syncthreads(); // the window is read; the accumulators go over it
 #pragma unroll
-    for (int ci = 0; ci < PER_WARP; ++ci)
+    for (int ci = 0; ci < K::PER_WARP; ++ci)
 #pragma unroll
-        for (int t = 0; t < TILES; ++t) {
-            const int rg = t / COL_PAIRS, cp = t % COL_PAIRS;
-            float* at = stage + (warp * PER_WARP + ci) * CFG::SPLANE + (rg * 8 + g) * CFG::TWS +
+        for (int i = 0; i < K::TILES; ++i) {
+            const int rg = i / K::COL_PAIRS, cp = i % K::COL_PAIRS;
+            float* at = stage + (warp * K::PER_WARP + ci) * CFG::SPLANE + (rg * 8 + g) * CFG::TWS +
                         16 * cp + 2 * q;
-            *reinterpret_cast<float2*>(at) = make_float2(acc[ci][t][0], acc[ci][t][1]);
-            *reinterpret_cast<float2*>(at + 8) = make_float2(acc[ci][t][2], acc[ci][t][3]);
+            *reinterpret_cast<float2*>(at) = make_float2(acc[ci][i][0], acc[ci][i][1]);
+            *reinterpret_cast<float2*>(at + 8) = make_float2(acc[ci][i][2], acc[ci][i][3]);
         }
     __syncthreads();
-    for (int i = tid; i < TR * TW * VECS; i += THREADS) {
-        const int v = i % VECS, pos = i / VECS, r = pos / TW, col = pos % TW;
-        const int oh = oh0 + r, ow = ow0 + col;
+    for (int i = tid; i < K::TR * K::TW * K::VECS; i += K::THREADS) {
+        const int v = i % K::VECS, pos = i / K::VECS, r = pos / K::TW, col = pos % K::TW;
+        const int oh = t.oh0 + r, ow = t.ow0 + col;
         if (oh >= CFG::OH || ow >= CFG::OW || c0 + v * 8 >= CFG::C) continue;
         float out[8];
 #pragma unroll
         for (int k = 0; k < 8; ++k)
             out[k] = stage[(v * 8 + k) * CFG::SPLANE + r * CFG::TWS + col];
-        store(out, (img * CFG::OH + oh) * CFG::OW + ow, c0 + v * 8);
+        store(out, (t.img * CFG::OH + oh) * CFG::OW + ow, c0 + v * 8);
+    }
+}
+
+} // namespace cx_depthwise_mma_detail
+
+// One block, one spatial tile (blockIdx.x) of one channel block (blockIdx.y).
+template <class CFG, class Store>
+__device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restrict__ in,
+                                                 const typename CFG::S* __restrict__ w,
+                                                 unsigned char* smem, Store store) {
+    using namespace cx_depthwise_mma_detail;
+    using K = block_shape<CFG>;
+    using S = typename CFG::S;
+    S* wt = reinterpret_cast<S*>(smem);
+    S* win = reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES);
+    const long long c0 = static_cast<long long>(blockIdx.y) * K::CB;
+    const tile_origin t = origin_of<CFG>(blockIdx.x);
+    copy_weights<CFG>(w, wt, c0);
+    unsigned folded = 0;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < K::ITEMS; i += K::THREADS)
+        folded = store_item<CFG>(i, load_item<CFG>(i, in, t, c0), win, folded);
+    // The window and weights are in; whether any thread saw an Inf or NaN.
+    const bool poisoned = __syncthreads_or((folded & 0x80008000u) != 0) != 0;
+    accumulators<CFG> acc;
+    products<CFG>(win, wt, poisoned, acc);
+    store_outputs<CFG>(acc, reinterpret_cast<float*>(win), t, c0, store);
+}
+
+// The pipelined form (dw_mma_..._p): a block keeps its channel block's weights and walks the
+// spatial tiles blockIdx.x, + gridDim.x, ... (CFG::SPATIAL_TILES of them); while it multiplies
+// and stores one tile, the loads of the next tile's window are in flight into registers (each
+// thread's share, SHARE items), so the copy no longer waits behind the products and stores.
+template <class CFG, class Store>
+__device__ __forceinline__ void cx_depthwise_mma_pipelined(const typename CFG::S* __restrict__ in,
+                                                           const typename CFG::S* __restrict__ w,
+                                                           unsigned char* smem, Store store) {
+    using namespace cx_depthwise_mma_detail;
+    using K = block_shape<CFG>;
+    using S = typename CFG::S;
+    constexpr int SHARE = (K::ITEMS + K::THREADS - 1) / K::THREADS;
+    S* wt = reinterpret_cast<S*>(smem);
+    S* win = reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES);
+    const long long c0 = static_cast<long long>(blockIdx.y) * K::CB;
+    const int tid = threadIdx.x;
+    copy_weights<CFG>(w, wt, c0);
+    window_item next[SHARE];
+    auto fetch = [&](long long tile) {
+        const tile_origin t = origin_of<CFG>(tile);
+#pragma unroll
+        for (int j = 0; j < SHARE; ++j)
+            if (tid + j * K::THREADS < K::ITEMS)
+                next[j] = load_item<CFG>(tid + j * K::THREADS, in, t, c0);
+    };
+    fetch(blockIdx.x);
+    for (long long tile = blockIdx.x; tile < CFG::SPATIAL_TILES; tile += gridDim.x) {
+        unsigned folded = 0;
+#pragma unroll
+        for (int j = 0; j < SHARE; ++j)
+            if (tid + j * K::THREADS < K::ITEMS)
+                folded = store_item<CFG>(tid + j * K::THREADS, next[j], win, folded);
+        const bool poisoned = __syncthreads_or((folded & 0x80008000u) != 0) != 0;
+        if (tile + gridDim.x < CFG::SPATIAL_TILES) fetch(tile + gridDim.x);
+        accumulators<CFG> acc;
+        products<CFG>(win, wt, poisoned, acc);
+        store_outputs<CFG>(acc, reinterpret_cast<float*>(win), origin_of<CFG>(tile), c0, store);
+        __syncthreads(); // the staged outputs are read before the next window goes over them
     }
 }

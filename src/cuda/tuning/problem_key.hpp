@@ -22,8 +22,9 @@ struct gemm_problem;
 // 13: TMA producers (_tma) candidates
 inline constexpr const char* gemm_generator_version = "gemm-13";
 // The same for depthwise problems' keys (the depthwise family among their candidates); before
-// it they used gemm_generator_version. dw-14: tensor-core (dw_mma) candidates.
-inline constexpr const char* depthwise_generator_version = "gemm-13+dw-14";
+// it they used gemm_generator_version. dw-14: tensor-core (dw_mma) candidates; dw-15: their
+// pipelined form (_p).
+inline constexpr const char* depthwise_generator_version = "gemm-13+dw-15";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...

@@ -227,6 +227,21 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
         return "the grid would exceed the device's limits";
     k.grid_x = unsigned(blocks_x);
     k.grid_y = unsigned(blocks_y);
+    // A block's registers: 64 a thread (1024 threads an SM) leave no room for the next window,
+    // 128 (512 threads) do.
+    k.min_blocks = std::max(1u, (c.pipelined ? 512 : 1024) / c.block_threads);
+    if (c.pipelined) {
+        k.pipelined = true;
+        const std::size_t items = k.window_rows * (k.window_cols / 2) * (channels / 8);
+        k.window_share = unsigned((items + c.block_threads - 1) / c.block_threads);
+        // Six items are 48 registers beside up to 32 accumulators and T's fragments.
+        if (k.window_share > 6)
+            return "a thread's share of the next window is " + std::to_string(k.window_share) +
+                   " items of 8 registers, more than 6";
+        k.spatial_tiles = blocks_x;
+        const std::size_t resident = std::size_t(limits.sm_count) * k.min_blocks;
+        k.grid_x = unsigned(std::clamp<std::size_t>(resident / blocks_y, 1, blocks_x));
+    }
     return "";
 }
 
@@ -374,11 +389,12 @@ std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const ge
     return k;
 }
 
-perf_config depthwise_mma_config(unsigned channels, unsigned rows, unsigned cols,
-                                 unsigned threads) {
+perf_config depthwise_mma_config(unsigned channels, unsigned rows, unsigned cols, unsigned threads,
+                                 bool pipelined) {
     perf_config c;
     c.family = kernel_family::depthwise;
     c.tensor_cores = true;
+    c.pipelined = pipelined;
     c.block_channels = channels;
     c.tile_rows = rows;
     c.tile_cols = cols;
@@ -429,19 +445,22 @@ std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
                     for (unsigned t : {128u, 256u})
                         consider(tiled, v, o, rows, t);
     // Tensor-core configs, ranked among themselves by the bytes they move.
-    std::vector<std::pair<double, perf_config>> mma;
-    for (unsigned channels : {8u, 16u, 32u})
-        for (unsigned rows : {8u, 16u})
-            for (unsigned cols : {16u, 32u, 64u})
-                for (unsigned t : {64u, 128u, 256u}) {
-                    const perf_config c = depthwise_mma_config(channels, rows, cols, t);
-                    if (const auto plan = make_depthwise_plan(c, p, limits, nullptr))
-                        mma.emplace_back(estimated_mma_time(*plan, p, limits), c);
-                }
+    std::vector<std::pair<double, perf_config>> mma, pipelined;
+    for (bool walks : {false, true})
+        for (unsigned channels : {8u, 16u, 32u})
+            for (unsigned rows : {8u, 16u})
+                for (unsigned cols : {16u, 32u, 64u})
+                    for (unsigned t : {64u, 128u, 256u}) {
+                        const perf_config c = depthwise_mma_config(channels, rows, cols, t, walks);
+                        if (const auto plan = make_depthwise_plan(c, p, limits, nullptr))
+                            (walks ? pipelined : mma)
+                                .emplace_back(estimated_mma_time(*plan, p, limits), c);
+                    }
     auto by_time = [](const auto& x, const auto& y) { return x.first < y.first; };
     std::stable_sort(ranked.begin(), ranked.end(), by_time);
     std::stable_sort(tiled.begin(), tiled.end(), by_time);
     std::stable_sort(mma.begin(), mma.end(), by_time);
+    std::stable_sort(pipelined.begin(), pipelined.end(), by_time);
     // In turn, tiled, tensor cores, direct: quick tuning times the best few of each form. The
     // tiled form stays first (the heuristic's pick): on the H100 the tensor-core form won on
     // some layers by 3-21% and lost on others by up to 2.6x, which its ranking does not foresee.
@@ -452,6 +471,10 @@ std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
         if (i < ranked.size() && std::find(r.begin(), r.end(), ranked[i].second) == r.end())
             r.push_back(ranked[i].second);
     }
+    // The pipelined form's best few last, for exhaustive tuning and the harness, until the
+    // GPU has measured where it wins.
+    for (std::size_t i = 0; i < std::min<std::size_t>(pipelined.size(), 6); ++i)
+        r.push_back(pipelined[i].second);
     return r;
 }
 
@@ -727,13 +750,14 @@ kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p
     field("WEIGHT_BYTES", k.weight_bytes);
     field("ROW_TILES", k.row_tiles);
     field("COL_TILES", k.col_tiles);
+    wide("SPATIAL_TILES", static_cast<long long>(g.images * k.row_tiles * k.col_tiles));
     s += "};\n\n";
     const std::string& args = start.args;
     const unsigned lanes = epilogue.lanes > 1 && 8 % epilogue.lanes == 0 ? epilogue.lanes : 1;
-    s += text::kernel_signature(entry, start.params, k.threads, std::max(1u, 1024 / k.threads)) +
-         " {\n";
+    s += text::kernel_signature(entry, start.params, k.threads, k.min_blocks) + " {\n";
     s += "    extern __shared__ __align__(16) float cx_dw_w[];\n";
-    s += "    cx_depthwise_mma<cx_dw_cfg>(in0, in1, reinterpret_cast<unsigned char*>(cx_dw_w),\n";
+    s += std::string("    ") + (k.pipelined ? "cx_depthwise_mma_pipelined" : "cx_depthwise_mma") +
+         "<cx_dw_cfg>(in0, in1, reinterpret_cast<unsigned char*>(cx_dw_w),\n";
     s += "        [&](float* v, long long m, long long f) {\n";
     for (unsigned q = 0; q < 8; q += lanes)
         s += lanes > 1 ? "            cx_epilogue_vec(v + " + std::to_string(q) + ", 0LL, m, f + " +

@@ -18,7 +18,9 @@
 //   - tensor-core configs (dw_mma, f16 and bf16, 2-D): a block's window copied channel-major
 //     into shared memory, each channel's kernel rows as Toeplitz matrices on mma.sync, and
 //     outputs gathered per position before the epilogue (depthwise_mma.cuh says how, and how a
-//     window with Inf or NaN in it falls back to exact f32 products);
+//     window with Inf or NaN in it falls back to exact f32 products); their pipelined form
+//     (_p) has as many blocks as the SMs hold, each walking several spatial tiles of its
+//     channels with the next tile's window loads in flight while it computes the current one;
 //   - accumulation in f32 (f16, bf16 and f32 inputs), in the reference's tap order (the
 //     tensor-core configs in the tensor cores' order);
 //   - every output goes through the epilogue of gemm_kernel.hpp (the fused module's pointwise
@@ -76,6 +78,12 @@ struct depthwise_plan {
     bool tensor_cores = false;
     unsigned block_channels = 0, tile_cols = 0;
     std::size_t window_plane = 0, stage_pitch = 0, stage_plane = 0, weight_bytes = 0;
+    // Pipelined dw_mma configs (_p): grid_x blocks walk the spatial_tiles, at least min_blocks
+    // of them resident per SM (the registers' bound), each thread holding window_share items
+    // of the next window (16 bytes of two positions each).
+    bool pipelined = false;
+    std::size_t spatial_tiles = 0;
+    unsigned min_blocks = 1, window_share = 0;
 };
 
 // nullopt, with *why set when given, when config c cannot run p on a device with these limits.
@@ -83,8 +91,9 @@ std::optional<depthwise_plan> make_depthwise_plan(const perf_config& c, const ge
                                                   const gemm_device_limits& limits,
                                                   std::string* why);
 
-// The tensor-core config dw_mma_c<channels>_r<rows>_w<cols>_t<threads>.
-perf_config depthwise_mma_config(unsigned channels, unsigned rows, unsigned cols, unsigned threads);
+// The tensor-core config dw_mma_c<channels>_r<rows>_w<cols>_t<threads>[_p].
+perf_config depthwise_mma_config(unsigned channels, unsigned rows, unsigned cols, unsigned threads,
+                                 bool pipelined = false);
 
 // The depthwise configs worth trying on p (every one valid), best first by a simple model:
 // loads and multiply-adds per thread, times the waves of threads the device needs. Empty when

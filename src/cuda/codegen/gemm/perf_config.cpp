@@ -41,8 +41,10 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
         c.tensor_cores = true;
         if (!take_number(s, c.block_channels) || !take(s, "_r") || !take_number(s, c.tile_rows) ||
             !take(s, "_w") || !take_number(s, c.tile_cols) || !take(s, "_t") ||
-            !take_number(s, c.block_threads) || !s.empty())
+            !take_number(s, c.block_threads))
             return std::nullopt;
+        if (take(s, "_p")) c.pipelined = true;
+        if (!s.empty()) return std::nullopt;
         return c;
     }
     if (take(s, "dw_c")) {
@@ -76,7 +78,8 @@ std::optional<perf_config> parse_perf_config(std::string_view s) {
 std::string to_string(const perf_config& c) {
     if (c.is_depthwise() && c.tensor_cores)
         return "dw_mma_c" + std::to_string(c.block_channels) + "_r" + std::to_string(c.tile_rows) +
-               "_w" + std::to_string(c.tile_cols) + "_t" + std::to_string(c.block_threads);
+               "_w" + std::to_string(c.tile_cols) + "_t" + std::to_string(c.block_threads) +
+               (c.pipelined ? "_p" : "");
     if (c.is_depthwise())
         return "dw_c" + std::to_string(c.vector) + "_o" + std::to_string(c.outputs) +
                (c.tile_rows != 0 ? "_r" + std::to_string(c.tile_rows) : "") + "_t" +

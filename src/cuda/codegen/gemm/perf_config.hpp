@@ -50,12 +50,14 @@
 // or, on tensor cores (f16 and bf16, 2-D, the columns' stride 1, (kernel width - 1) x the
 // columns' dilation <= 8: each channel's kernel rows as Toeplitz matrices, depthwise_mma.cuh),
 //
-//   dw_mma_c<C>_r<R>_w<W>_t<T>
+//   dw_mma_c<C>_r<R>_w<W>_t<T>[_p]
 //
 //   cC   channels per block (8, 16 or 32)
 //   rR   output rows per block (8 or 16)
 //   wW   output columns per block (16, 32 or 64)
 //   tT   threads per block (64, 128 or 256; a warp takes C / (T / 32) channels whole)
+//   _p   pipelined: as many blocks as the SMs hold, each walking several tiles and loading the
+//        next tile's window into registers while it computes and stores the current one
 //
 // e.g. "dw_c8_o4_t128", "dw_c4_o4_r4_t256", "dw_mma_c16_r16_w32_t128". Both kinds live in one
 // tuning space: the tuner times them side by side.
@@ -95,6 +97,7 @@ struct perf_config {
     bool tensor_cores = false; // depthwise: dw_mma (tile_rows, tile_cols, block_channels)
     unsigned tile_cols = 0;    // dw_mma: output columns per block
     unsigned block_channels = 0; // dw_mma: channels per block
+    bool pipelined = false;      // dw_mma _p: blocks walk tiles, the next window in flight
     kernel_family family = kernel_family::implicit_gemm;
 
     bool is_depthwise() const { return family == kernel_family::depthwise; }
