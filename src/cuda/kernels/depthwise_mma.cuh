@@ -16,15 +16,13 @@
 //      the input's type with zeros where the padding is, into shared memory. The window is
 //      TW + 8 columns wide: a fragment reads 24 columns from its first, and the last 8 only
 //      meet zeros of T. Row pitch WP and plane pitch PLANE are chosen (by the generator) so a
-//      warp's fragment loads and the copy's stores each take one wavefront. While copying,
-//      each thread checks its values for Inf and NaN: T's zeros multiply input values that the
-//      outputs do not read, and 0 * Inf would make them NaN, so a block whose window holds one
-//      computes every output directly from the window instead (f32 multiply-adds in the
-//      reference's order), which is slower but exact. The check is three integer operations a
-//      word (nonfinite_fold), without branches;
+//      warp's fragment loads and the copy's stores each take one wavefront;
 //   2. each warp takes CB / WARPS channels, reads that channel's KH fragments of T once, and
 //      runs the tiles (TR / 8 row groups x TW / 16 column pairs) of it: per kernel row three
-//      32-bit loads (A's second and third 8x8 blocks are the same columns) and one mma;
+//      32-bit loads (A's second and third 8x8 blocks are the same columns) and one mma. T's
+//      zeros multiply input values that the outputs do not read, and 0 * Inf would make them
+//      NaN, so a block with any accumulator Inf or NaN computes every output again directly
+//      from the window (f32 multiply-adds in the reference's order), slower but exact;
 //   3. the accumulators go through shared memory (f32 [c][row][col], over the window) so that
 //      each output position's channels come out together, and `store` (the fused epilogue of
 //      the generated kernel) gets 8 channels of one position at a time: a warp's stores are
@@ -43,17 +41,6 @@
 #include "conflux/types.cuh"
 
 namespace cx_depthwise_mma_detail {
-
-// Folds word w (two 16-bit values) into `folded`, whose halves get their top bit set if any
-// value folded in has every exponent bit set (Inf or NaN): ~w & E is zero in such a half, and
-// subtracting 1 from it sets its top bit (a half of ~w & E is below 0x8000, and at least 0x0400
-// when not zero, so no other half gets it).
-__device__ __forceinline__ unsigned nonfinite_fold(unsigned folded, unsigned w, const cx_f16*) {
-    return folded | ((~w & 0x7c007c00u) - 0x00010001u);
-}
-__device__ __forceinline__ unsigned nonfinite_fold(unsigned folded, unsigned w, const cx_bf16*) {
-    return folded | ((~w & 0x7f807f80u) - 0x00010001u);
-}
 
 __device__ __forceinline__ unsigned shared_word(const void* p) {
     return *reinterpret_cast<const unsigned*>(p);
@@ -135,19 +122,13 @@ __device__ __forceinline__ window_item load_item(int i, const typename CFG::S* _
     return x;
 }
 
-// Stores item i channel-major, one 32-bit word (the two positions) per channel, and returns
-// `folded` with its values folded in (nonfinite_fold).
+// Stores item i channel-major, one 32-bit word (the two positions) per channel.
 template <class CFG>
-__device__ __forceinline__ unsigned store_item(int i, const window_item& x, typename CFG::S* win,
-                                               unsigned folded) {
+__device__ __forceinline__ void store_item(int i, const window_item& x, typename CFG::S* win) {
     using K = block_shape<CFG>;
     using S = typename CFG::S;
     const int v = i % K::VECS, pair = i / K::VECS % K::PAIRS, row = i / (K::VECS * K::PAIRS);
     const unsigned a[4] = {x.x0.x, x.x0.y, x.x0.z, x.x0.w}, b[4] = {x.x1.x, x.x1.y, x.x1.z, x.x1.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-        folded = nonfinite_fold(nonfinite_fold(folded, a[k], static_cast<const S*>(nullptr)), b[k],
-                                static_cast<const S*>(nullptr));
     S* dst = win + v * 8 * CFG::PLANE + row * CFG::WP + 2 * pair;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -155,79 +136,88 @@ __device__ __forceinline__ unsigned store_item(int i, const window_item& x, type
         *reinterpret_cast<unsigned*>(dst + (2 * k + 1) * CFG::PLANE) =
             (a[k] >> 16) | (b[k] & 0xffff0000u);
     }
-    return folded;
 }
 
 template <class CFG>
 using accumulators = float[block_shape<CFG>::PER_WARP][block_shape<CFG>::TILES][4];
 
 // Each warp's channels over the window in shared memory: per channel, T's KH fragments once,
-// then per tile and kernel row three 32-bit loads and one mma; a poisoned window (an Inf or NaN
-// in it) directly, in f32.
+// then per tile and kernel row three 32-bit loads and one mma. T's zeros multiply window values
+// that an output does not read, and 0 * Inf would turn it NaN: when any accumulator of the block
+// is not finite (an Inf or NaN in the window, or a bf16 product past f32's range), the block
+// computes its outputs again directly from the window, in f32 in the reference's order, which
+// is slower but exact. Checking the accumulators (one multiply-add each) instead of every
+// window value keeps the check out of the copy. Ends with a barrier: the window is free after.
 template <class CFG>
 __device__ __forceinline__ void products(const typename CFG::S* win, const typename CFG::S* wt,
-                                         bool poisoned, accumulators<CFG>& acc) {
+                                         accumulators<CFG>& acc) {
     using K = block_shape<CFG>;
     using S = typename CFG::S;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+    float nonfinite = 0.0f; // NaN once an accumulator is Inf or NaN: 0 * x is 0 for finite x
 #pragma unroll
     for (int ci = 0; ci < K::PER_WARP; ++ci) {
         const int c = warp * K::PER_WARP + ci;
         const S* plane = win + c * CFG::PLANE;
-        if (!poisoned) {
-            unsigned bf[K::KH][2];
+        unsigned bf[K::KH][2];
 #pragma unroll
-            for (int r = 0; r < K::KH; ++r)
+        for (int r = 0; r < K::KH; ++r)
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const S* at = wt + (c * K::KH + r) * 32 + 8 + 2 * q + 8 * e - g;
-                    bf[r][e] = bits16(at) | (bits16(at + 1) << 16);
-                }
-#pragma unroll
-            for (int t = 0; t < K::TILES; ++t) {
-                const int rg = t / K::COL_PAIRS, cp = t % K::COL_PAIRS;
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    acc[ci][t][e] = 0.0f;
-#pragma unroll
-                for (int r = 0; r < K::KH; ++r) {
-                    const S* at =
-                        plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + 16 * cp + 2 * q;
-                    const unsigned a1 = shared_word(at + 8);
-                    const unsigned af[4] = {shared_word(at), a1, a1, shared_word(at + 16)};
-                    cx_mma_16(acc[ci][t], af, bf[r], static_cast<const S*>(nullptr));
-                }
+            for (int e = 0; e < 2; ++e) {
+                const S* at = wt + (c * K::KH + r) * 32 + 8 + 2 * q + 8 * e - g;
+                bf[r][e] = bits16(at) | (bits16(at + 1) << 16);
             }
-        } else {
 #pragma unroll
-            for (int t = 0; t < K::TILES; ++t) {
-                const int rg = t / K::COL_PAIRS, cp = t % K::COL_PAIRS;
+        for (int t = 0; t < K::TILES; ++t) {
+            const int rg = t / K::COL_PAIRS, cp = t % K::COL_PAIRS;
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int col = 16 * cp + 8 * (e / 2) + 2 * q + e % 2;
-                    float sum = 0.0f;
-                    for (int r = 0; r < K::KH; ++r) {
-                        const S* row =
-                            plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + col;
-                        for (int s = 0; s < K::KW; ++s)
-                            sum = sum + cx_load(row + s * CFG::DW) *
-                                            cx_load(wt + (c * K::KH + r) * 32 + 8 + s * CFG::DW);
-                    }
-                    acc[ci][t][e] = sum;
+            for (int e = 0; e < 4; ++e)
+                acc[ci][t][e] = 0.0f;
+#pragma unroll
+            for (int r = 0; r < K::KH; ++r) {
+                const S* at =
+                    plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + 16 * cp + 2 * q;
+                const unsigned a1 = shared_word(at + 8);
+                const unsigned af[4] = {shared_word(at), a1, a1, shared_word(at + 16)};
+                cx_mma_16(acc[ci][t], af, bf[r], static_cast<const S*>(nullptr));
+            }
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                nonfinite = fmaf(acc[ci][t][e], 0.0f, nonfinite);
+        }
+    }
+    if (!__syncthreads_or(nonfinite != 0.0f)) return;
+#pragma unroll
+    for (int ci = 0; ci < K::PER_WARP; ++ci) {
+        const int c = warp * K::PER_WARP + ci;
+        const S* plane = win + c * CFG::PLANE;
+#pragma unroll
+        for (int t = 0; t < K::TILES; ++t) {
+            const int rg = t / K::COL_PAIRS, cp = t % K::COL_PAIRS;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int col = 16 * cp + 8 * (e / 2) + 2 * q + e % 2;
+                float sum = 0.0f;
+                for (int r = 0; r < K::KH; ++r) {
+                    const S* row = plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + col;
+                    for (int s = 0; s < K::KW; ++s)
+                        sum = sum + cx_load(row + s * CFG::DW) *
+                                        cx_load(wt + (c * K::KH + r) * 32 + 8 + s * CFG::DW);
                 }
+                acc[ci][t][e] = sum;
             }
         }
     }
+    __syncthreads();
 }
 
-// The accumulators through shared memory (f32 [c][row][col], over the window, once every warp
-// has read it), then 8 channels of one position at a time to `store`.
+// The accumulators through shared memory (f32 [c][row][col], over the window, which products()
+// leaves free), then 8 channels of one position at a time to `store`.
 template <class CFG, class Store>
 __device__ __forceinline__ void store_outputs(const accumulators<CFG>& acc, float* stage,
                                               const tile_origin& t, long long c0, Store& store) {
     using K = block_shape<CFG>;
     const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, q = tid % 4;
-    __syncthreads(); // the window is read; the accumulators go over it
 #pragma unroll
     for (int ci = 0; ci < K::PER_WARP; ++ci)
 #pragma unroll
@@ -266,14 +256,12 @@ __device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restri
     const long long c0 = static_cast<long long>(blockIdx.y) * K::CB;
     const tile_origin t = origin_of<CFG>(blockIdx.x);
     copy_weights<CFG>(w, wt, c0);
-    unsigned folded = 0;
 #pragma unroll 4
     for (int i = threadIdx.x; i < K::ITEMS; i += K::THREADS)
-        folded = store_item<CFG>(i, load_item<CFG>(i, in, t, c0), win, folded);
-    // The window and weights are in; whether any thread saw an Inf or NaN.
-    const bool poisoned = __syncthreads_or((folded & 0x80008000u) != 0) != 0;
+        store_item<CFG>(i, load_item<CFG>(i, in, t, c0), win);
+    __syncthreads(); // the window and weights are in
     accumulators<CFG> acc;
-    products<CFG>(win, wt, poisoned, acc);
+    products<CFG>(win, wt, acc);
     store_outputs<CFG>(acc, reinterpret_cast<float*>(win), t, c0, store);
 }
 
@@ -304,15 +292,14 @@ __device__ __forceinline__ void cx_depthwise_mma_pipelined(const typename CFG::S
     };
     fetch(blockIdx.x);
     for (long long tile = blockIdx.x; tile < CFG::SPATIAL_TILES; tile += gridDim.x) {
-        unsigned folded = 0;
 #pragma unroll
         for (int j = 0; j < SHARE; ++j)
             if (tid + j * K::THREADS < K::ITEMS)
-                folded = store_item<CFG>(tid + j * K::THREADS, next[j], win, folded);
-        const bool poisoned = __syncthreads_or((folded & 0x80008000u) != 0) != 0;
+                store_item<CFG>(tid + j * K::THREADS, next[j], win);
+        __syncthreads(); // the window (and, the first time, the weights) are in
         if (tile + gridDim.x < CFG::SPATIAL_TILES) fetch(tile + gridDim.x);
         accumulators<CFG> acc;
-        products<CFG>(win, wt, poisoned, acc);
+        products<CFG>(win, wt, acc);
         store_outputs<CFG>(acc, reinterpret_cast<float*>(win), origin_of<CFG>(tile), c0, store);
         __syncthreads(); // the staged outputs are read before the next window goes over them
     }
