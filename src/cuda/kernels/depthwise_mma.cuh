@@ -241,6 +241,25 @@ __device__ __forceinline__ void store_outputs(const accumulators<CFG>& acc, floa
     }
 }
 
+// Where a block's weights and window live in shared memory, and its first channel; the weights
+// are copied in (the first barrier after makes them visible).
+template <class CFG> struct block_start {
+    typename CFG::S* wt;
+    typename CFG::S* win;
+    long long c0;
+};
+
+template <class CFG>
+__device__ __forceinline__ block_start<CFG> start_block(const typename CFG::S* __restrict__ w,
+                                                        unsigned char* smem) {
+    using S = typename CFG::S;
+    const block_start<CFG> b = {reinterpret_cast<S*>(smem),
+                                reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES),
+                                static_cast<long long>(blockIdx.y) * CFG::CB};
+    copy_weights<CFG>(w, b.wt, b.c0);
+    return b;
+}
+
 } // namespace cx_depthwise_mma_detail
 
 // One block, one spatial tile (blockIdx.x) of one channel block (blockIdx.y).
@@ -250,19 +269,15 @@ __device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restri
                                                  unsigned char* smem, Store store) {
     using namespace cx_depthwise_mma_detail;
     using K = block_shape<CFG>;
-    using S = typename CFG::S;
-    S* wt = reinterpret_cast<S*>(smem);
-    S* win = reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES);
-    const long long c0 = static_cast<long long>(blockIdx.y) * K::CB;
     const tile_origin t = origin_of<CFG>(blockIdx.x);
-    copy_weights<CFG>(w, wt, c0);
+    const block_start<CFG> b = start_block<CFG>(w, smem);
 #pragma unroll 4
     for (int i = threadIdx.x; i < K::ITEMS; i += K::THREADS)
-        store_item<CFG>(i, load_item<CFG>(i, in, t, c0), win);
+        store_item<CFG>(i, load_item<CFG>(i, in, t, b.c0), b.win);
     __syncthreads(); // the window and weights are in
     accumulators<CFG> acc;
-    products<CFG>(win, wt, acc);
-    store_outputs<CFG>(acc, reinterpret_cast<float*>(win), t, c0, store);
+    products<CFG>(b.win, b.wt, acc);
+    store_outputs<CFG>(acc, reinterpret_cast<float*>(b.win), t, b.c0, store);
 }
 
 // The pipelined form (dw_mma_..._p): a block keeps its channel block's weights and walks the
@@ -275,32 +290,28 @@ __device__ __forceinline__ void cx_depthwise_mma_pipelined(const typename CFG::S
                                                            unsigned char* smem, Store store) {
     using namespace cx_depthwise_mma_detail;
     using K = block_shape<CFG>;
-    using S = typename CFG::S;
     constexpr int SHARE = (K::ITEMS + K::THREADS - 1) / K::THREADS;
-    S* wt = reinterpret_cast<S*>(smem);
-    S* win = reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES);
-    const long long c0 = static_cast<long long>(blockIdx.y) * K::CB;
+    const block_start<CFG> b = start_block<CFG>(w, smem);
     const int tid = threadIdx.x;
-    copy_weights<CFG>(w, wt, c0);
     window_item next[SHARE];
     auto fetch = [&](long long tile) {
         const tile_origin t = origin_of<CFG>(tile);
 #pragma unroll
         for (int j = 0; j < SHARE; ++j)
             if (tid + j * K::THREADS < K::ITEMS)
-                next[j] = load_item<CFG>(tid + j * K::THREADS, in, t, c0);
+                next[j] = load_item<CFG>(tid + j * K::THREADS, in, t, b.c0);
     };
     fetch(blockIdx.x);
     for (long long tile = blockIdx.x; tile < CFG::SPATIAL_TILES; tile += gridDim.x) {
 #pragma unroll
         for (int j = 0; j < SHARE; ++j)
             if (tid + j * K::THREADS < K::ITEMS)
-                store_item<CFG>(tid + j * K::THREADS, next[j], win);
+                store_item<CFG>(tid + j * K::THREADS, next[j], b.win);
         __syncthreads(); // the window (and, the first time, the weights) are in
         if (tile + gridDim.x < CFG::SPATIAL_TILES) fetch(tile + gridDim.x);
         accumulators<CFG> acc;
-        products<CFG>(win, wt, acc);
-        store_outputs<CFG>(acc, reinterpret_cast<float*>(win), origin_of<CFG>(tile), c0, store);
+        products<CFG>(b.win, b.wt, acc);
+        store_outputs<CFG>(acc, reinterpret_cast<float*>(b.win), origin_of<CFG>(tile), b.c0, store);
         __syncthreads(); // the staged outputs are read before the next window goes over them
     }
 }

@@ -227,6 +227,7 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
         return "the grid would exceed the device's limits";
     k.grid_x = unsigned(blocks_x);
     k.grid_y = unsigned(blocks_y);
+    k.spatial_tiles = blocks_x;
     // A block's registers: 64 a thread (1024 threads an SM) leave no room for the next window,
     // 128 (512 threads) do.
     k.min_blocks = std::max(1u, (c.pipelined ? 512 : 1024) / c.block_threads);
@@ -238,7 +239,6 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
         if (k.window_share > 6)
             return "a thread's share of the next window is " + std::to_string(k.window_share) +
                    " items of 8 registers, more than 6";
-        k.spatial_tiles = blocks_x;
         const std::size_t resident = std::size_t(limits.sm_count) * k.min_blocks;
         k.grid_x = unsigned(std::clamp<std::size_t>(resident / blocks_y, 1, blocks_x));
     }
@@ -759,7 +759,7 @@ kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p
     field("WEIGHT_BYTES", k.weight_bytes);
     field("ROW_TILES", k.row_tiles);
     field("COL_TILES", k.col_tiles);
-    wide("SPATIAL_TILES", static_cast<long long>(g.images * k.row_tiles * k.col_tiles));
+    wide("SPATIAL_TILES", static_cast<long long>(k.spatial_tiles));
     s += "};\n\n";
     const std::string& args = start.args;
     const unsigned lanes = epilogue.lanes > 1 && 8 % epilogue.lanes == 0 ? epilogue.lanes : 1;
