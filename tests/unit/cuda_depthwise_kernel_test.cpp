@@ -161,6 +161,17 @@ TEST(CudaDepthwiseConfig, PipelinedPlanWalksTilesOnTheResidentBlocks) {
     EXPECT_EQ(walking->grid_x, 132u * 2 / 6); // 44 blocks of each channel block
     // A window of 14 rows x 20 column pairs x 2 channel vectors: 560 items, 3 per thread of 256.
     EXPECT_EQ(walking->window_share, 3u);
+    // Its 14 window rows in a ring of 16 row slots of 40 columns (a plane of 644 elements, 4 mod
+    // 8), and the accumulators beside the window, not over it: 16 channels x (8 x 40 + 2)
+    // floats after 7 KiB of weights (16 channels x 7 rows x 32 diagonals of f16) and the window.
+    EXPECT_EQ(walking->ring, 16u);
+    EXPECT_EQ(walking->window_plane, 644u);
+    EXPECT_EQ(walking->stage_offset, 7168u + 16 * 644 * 2);
+    EXPECT_EQ(walking->shared_bytes, 7168u + 16 * 644 * 2 + 16 * 322 * 4);
+    // The plain form's 14 rows (a plane of 564) and its accumulators share one region.
+    EXPECT_EQ(plain->window_plane, 564u);
+    EXPECT_EQ(plain->stage_offset, 7168u);
+    EXPECT_EQ(plain->shared_bytes, 7168u + std::max(16 * 564 * 2, 16 * 322 * 4));
     // A device of one SM: a block of each channel block, walking every tile.
     gemm_device_limits one_sm;
     one_sm.sm_count = 1;
@@ -318,9 +329,11 @@ TEST(CudaDepthwiseConfig, ComesFirstInTheTuningSpaceBesideTheGemmConfigs) {
         << to_string(cs[3]);
     EXPECT_GE(cs[1].block_channels, 16u) << to_string(cs[1]);
     EXPECT_GE(cs[2].block_channels, 16u) << to_string(cs[2]);
-    // The ranking counts a pipelined tile's fixed cost: on ConvNeXt's layer 16 x 32 tiles
-    // (the H100's fastest there) come before 8 x 32 ones.
-    EXPECT_EQ(to_string(cs[1]), "dw_mma_c16_r16_w32_t256_p");
+    // The ranking counts the window rows a pipelined tile shares with the one above it: on
+    // ConvNeXt's 56-column layer, tiles 64 columns wide (one column of tiles, so each block
+    // loads every input row it needs once, and the most tiles walk on from the one above) come
+    // first.
+    EXPECT_EQ(to_string(cs[1]), "dw_mma_c16_r8_w64_t256_p");
     // A 31x31 kernel runs one channel per thread; no depthwise config fits a 61x61 one, whose
     // GEMM configs still run it.
     const auto large = problem_of(conv_op(2, 1, 15, 256), shape{dtype::f16, {1, 32, 32, 256}},

@@ -23,18 +23,22 @@
 //      zeros multiply input values that the outputs do not read, and 0 * Inf would make them
 //      NaN, so a block with any accumulator Inf or NaN computes every output again directly
 //      from the window (f32 multiply-adds in the reference's order), slower but exact;
-//   3. the accumulators go through shared memory (f32 [c][row][col], over the window) so that
+//   3. the accumulators go through shared memory (f32 [c][row][col]) so that
 //      each output position's channels come out together, and `store` (the fused epilogue of
 //      the generated kernel) gets 8 channels of one position at a time: a warp's stores are
 //      whole sectors of channels-last output.
 // CFG (written by the generator) holds the geometry, all compile-time:
 //   S; CB, TR, TW, WARPS; KH, KW, SH, DH, DW; PAD_T, PAD_L; IH, IW, OH, OW; C (channels);
 //   IMG_STRIDE, ROW_STRIDE, COL_STRIDE (the input's, in elements; channels contiguous);
-//   W_FILTER, W_ROW, W_COL (the weights'); WP, PLANE (window pitches), TWS, SPLANE (the
-//   accumulators' pitches), WEIGHT_BYTES (where the window starts); ROW_TILES, COL_TILES;
-//   SPATIAL_TILES (images x ROW_TILES x COL_TILES).
+//   W_FILTER, W_ROW, W_COL (the weights'); WP, PLANE (window pitches), RING (a power of two
+//   at least the window's rows: window row w of a tile whose first output row is oh0 lives in
+//   row slot (oh0 * SH + w) % RING of its plane), TWS, SPLANE (the accumulators' pitches),
+//   WEIGHT_BYTES (where the window starts), STAGE_BYTES (where the accumulators go: over the
+//   window, or after it in the pipelined form); ROW_TILES, COL_TILES; SPATIAL_TILES (images x
+//   ROW_TILES x COL_TILES).
 // Grid: x = the spatial tiles (column tiles fastest), y = channel blocks; in the pipelined form
-// x is what the SMs hold at once (the generator's choice), each block walking several tiles.
+// x is what the SMs hold at once (the generator's choice), each block walking a run of tiles
+// down the columns of tiles (row tiles fastest), so that consecutive tiles share window rows.
 #pragma once
 
 #include "conflux/mma.cuh"
@@ -60,18 +64,29 @@ template <class CFG> struct block_shape {
     static constexpr int PER_WARP = CB / CFG::WARPS;
 };
 
-// Where spatial tile `tile` (images x ROW_TILES x COL_TILES, column tiles fastest) starts.
+// Where a spatial tile starts.
 struct tile_origin {
     long long img;
     int oh0, ow0, ih0, iw0;
 };
 
-template <class CFG> __device__ __forceinline__ tile_origin origin_of(long long tile) {
+// Spatial tile `tile` of images x ROW_TILES x COL_TILES, column tiles fastest, or (DOWN, the
+// pipelined form's order) images x COL_TILES x ROW_TILES, row tiles fastest.
+template <class CFG, bool DOWN = false>
+__device__ __forceinline__ tile_origin origin_of(long long tile) {
     tile_origin t;
-    const int tc = static_cast<int>(tile % CFG::COL_TILES);
-    tile /= CFG::COL_TILES;
-    const int tr = static_cast<int>(tile % CFG::ROW_TILES);
-    t.img = tile / CFG::ROW_TILES;
+    int tc, tr;
+    if (DOWN) {
+        tr = static_cast<int>(tile % CFG::ROW_TILES);
+        tile /= CFG::ROW_TILES;
+        tc = static_cast<int>(tile % CFG::COL_TILES);
+        t.img = tile / CFG::COL_TILES;
+    } else {
+        tc = static_cast<int>(tile % CFG::COL_TILES);
+        tile /= CFG::COL_TILES;
+        tr = static_cast<int>(tile % CFG::ROW_TILES);
+        t.img = tile / CFG::ROW_TILES;
+    }
     t.oh0 = tr * CFG::TR;
     t.ow0 = tc * CFG::TW;
     t.ih0 = t.oh0 * CFG::SH - CFG::PAD_T;
@@ -122,14 +137,21 @@ __device__ __forceinline__ window_item load_item(int i, const typename CFG::S* _
     return x;
 }
 
+// The row slot of window row `row` (rows counted from the tile's first, `base` = its first
+// output row times SH): consecutive tiles down a column find the rows they share in place.
+template <class CFG> __device__ __forceinline__ int slot_of(int base, int row) {
+    return (base + row) & (CFG::RING - 1);
+}
+
 // Stores item i channel-major, one 32-bit word (the two positions) per channel.
 template <class CFG>
-__device__ __forceinline__ void store_item(int i, const window_item& x, typename CFG::S* win) {
+__device__ __forceinline__ void store_item(int i, const window_item& x, typename CFG::S* win,
+                                           int base) {
     using K = block_shape<CFG>;
     using S = typename CFG::S;
     const int v = i % K::VECS, pair = i / K::VECS % K::PAIRS, row = i / (K::VECS * K::PAIRS);
     const unsigned a[4] = {x.x0.x, x.x0.y, x.x0.z, x.x0.w}, b[4] = {x.x1.x, x.x1.y, x.x1.z, x.x1.w};
-    S* dst = win + v * 8 * CFG::PLANE + row * CFG::WP + 2 * pair;
+    S* dst = win + v * 8 * CFG::PLANE + slot_of<CFG>(base, row) * CFG::WP + 2 * pair;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         *reinterpret_cast<unsigned*>(dst + 2 * k * CFG::PLANE) = (a[k] & 0xffffu) | (b[k] << 16);
@@ -150,7 +172,7 @@ using accumulators = float[block_shape<CFG>::PER_WARP][block_shape<CFG>::TILES][
 // window value keeps the check out of the copy. Ends with a barrier: the window is free after.
 template <class CFG>
 __device__ __forceinline__ void products(const typename CFG::S* win, const typename CFG::S* wt,
-                                         accumulators<CFG>& acc) {
+                                         int base, accumulators<CFG>& acc) {
     using K = block_shape<CFG>;
     using S = typename CFG::S;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -175,8 +197,9 @@ __device__ __forceinline__ void products(const typename CFG::S* win, const typen
                 acc[ci][t][e] = 0.0f;
 #pragma unroll
             for (int r = 0; r < K::KH; ++r) {
-                const S* at =
-                    plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + 16 * cp + 2 * q;
+                const S* at = plane +
+                              slot_of<CFG>(base, (rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP +
+                              16 * cp + 2 * q;
                 const unsigned a1 = shared_word(at + 8);
                 const unsigned af[4] = {shared_word(at), a1, a1, shared_word(at + 16)};
                 cx_mma_16(acc[ci][t], af, bf[r], static_cast<const S*>(nullptr));
@@ -199,7 +222,9 @@ __device__ __forceinline__ void products(const typename CFG::S* win, const typen
                 const int col = 16 * cp + 8 * (e / 2) + 2 * q + e % 2;
                 float sum = 0.0f;
                 for (int r = 0; r < K::KH; ++r) {
-                    const S* row = plane + ((rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP + col;
+                    const S* row =
+                        plane + slot_of<CFG>(base, (rg * 8 + g) * CFG::SH + r * CFG::DH) * CFG::WP +
+                        col;
                     for (int s = 0; s < K::KW; ++s)
                         sum = sum + cx_load(row + s * CFG::DW) *
                                         cx_load(wt + (c * K::KH + r) * 32 + 8 + s * CFG::DW);
@@ -211,8 +236,8 @@ __device__ __forceinline__ void products(const typename CFG::S* win, const typen
     __syncthreads();
 }
 
-// The accumulators through shared memory (f32 [c][row][col], over the window, which products()
-// leaves free), then 8 channels of one position at a time to `store`.
+// The accumulators through shared memory (f32 [c][row][col], at `stage`: over the window, which
+// products() leaves free, or beside it), then 8 channels of one position at a time to `store`.
 template <class CFG, class Store>
 __device__ __forceinline__ void store_outputs(const accumulators<CFG>& acc, float* stage,
                                               const tile_origin& t, long long c0, Store& store) {
@@ -273,17 +298,20 @@ __device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restri
     const block_start<CFG> b = start_block<CFG>(w, smem);
 #pragma unroll 4
     for (int i = threadIdx.x; i < K::ITEMS; i += K::THREADS)
-        store_item<CFG>(i, load_item<CFG>(i, in, t, b.c0), b.win);
+        store_item<CFG>(i, load_item<CFG>(i, in, t, b.c0), b.win, 0);
     __syncthreads(); // the window and weights are in
     accumulators<CFG> acc;
-    products<CFG>(b.win, b.wt, acc);
-    store_outputs<CFG>(acc, reinterpret_cast<float*>(b.win), t, b.c0, store);
+    products<CFG>(b.win, b.wt, 0, acc);
+    store_outputs<CFG>(acc, reinterpret_cast<float*>(smem + CFG::STAGE_BYTES), t, b.c0, store);
 }
 
-// The pipelined form (dw_mma_..._p): a block keeps its channel block's weights and walks the
-// spatial tiles blockIdx.x, + gridDim.x, ... (CFG::SPATIAL_TILES of them); while it multiplies
-// and stores one tile, the loads of the next tile's window are in flight into registers (each
-// thread's share, SHARE items), so the copy no longer waits behind the products and stores.
+// The pipelined form (dw_mma_..._p): a block keeps its channel block's weights and walks a run
+// of the spatial tiles, down the columns of tiles (the grid's blocks share them out evenly).
+// The next tile below shares the window's last rows with the current one, so it loads only the
+// rows it adds into the ring of row slots; a tile that starts a column (or the block's run)
+// loads all of its window. While the block multiplies and stores one tile, the next tile's loads
+// are in flight into registers (each thread's share, at most SHARE items), and the accumulators
+// have their own shared memory, so the next window goes in as soon as the products are done.
 template <class CFG, class Store>
 __device__ __forceinline__ void cx_depthwise_mma_pipelined(const typename CFG::S* __restrict__ in,
                                                            const typename CFG::S* __restrict__ w,
@@ -291,27 +319,38 @@ __device__ __forceinline__ void cx_depthwise_mma_pipelined(const typename CFG::S
     using namespace cx_depthwise_mma_detail;
     using K = block_shape<CFG>;
     constexpr int SHARE = (K::ITEMS + K::THREADS - 1) / K::THREADS;
+    // The first item of the rows a tile adds to the one above it.
+    constexpr int ADDED_FROM =
+        (K::WR > CFG::TR * CFG::SH ? K::WR - CFG::TR * CFG::SH : 0) * K::PAIRS * K::VECS;
     const block_start<CFG> b = start_block<CFG>(w, smem);
+    float* stage = reinterpret_cast<float*>(smem + CFG::STAGE_BYTES);
     const int tid = threadIdx.x;
+    const long long begin = blockIdx.x * CFG::SPATIAL_TILES / gridDim.x,
+                    end = (blockIdx.x + 1) * CFG::SPATIAL_TILES / gridDim.x;
     window_item next[SHARE];
+    int from = 0; // the first item of the window that next[] holds
     auto fetch = [&](long long tile) {
-        const tile_origin t = origin_of<CFG>(tile);
+        const tile_origin t = origin_of<CFG, true>(tile);
 #pragma unroll
         for (int j = 0; j < SHARE; ++j)
-            if (tid + j * K::THREADS < K::ITEMS)
-                next[j] = load_item<CFG>(tid + j * K::THREADS, in, t, b.c0);
+            if (from + tid + j * K::THREADS < K::ITEMS)
+                next[j] = load_item<CFG>(from + tid + j * K::THREADS, in, t, b.c0);
     };
-    fetch(blockIdx.x);
-    for (long long tile = blockIdx.x; tile < CFG::SPATIAL_TILES; tile += gridDim.x) {
+    fetch(begin);
+    for (long long tile = begin; tile < end; ++tile) {
+        const tile_origin t = origin_of<CFG, true>(tile);
+        const int base = t.oh0 * CFG::SH;
 #pragma unroll
         for (int j = 0; j < SHARE; ++j)
-            if (tid + j * K::THREADS < K::ITEMS)
-                store_item<CFG>(tid + j * K::THREADS, next[j], b.win);
+            if (from + tid + j * K::THREADS < K::ITEMS)
+                store_item<CFG>(from + tid + j * K::THREADS, next[j], b.win, base);
         __syncthreads(); // the window (and, the first time, the weights) are in
-        if (tile + gridDim.x < CFG::SPATIAL_TILES) fetch(tile + gridDim.x);
+        if (tile + 1 < end) {
+            from = (tile + 1) % CFG::ROW_TILES == 0 ? 0 : ADDED_FROM;
+            fetch(tile + 1);
+        }
         accumulators<CFG> acc;
-        products<CFG>(b.win, b.wt, acc);
-        store_outputs<CFG>(acc, reinterpret_cast<float*>(b.win), origin_of<CFG>(tile), b.c0, store);
-        __syncthreads(); // the staged outputs are read before the next window goes over them
+        products<CFG>(b.win, b.wt, base, acc); // ends with a barrier: the window is free
+        store_outputs<CFG>(acc, stage, t, b.c0, store);
     }
 }

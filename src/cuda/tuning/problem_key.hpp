@@ -23,8 +23,9 @@ struct gemm_problem;
 inline constexpr const char* gemm_generator_version = "gemm-13";
 // The same for depthwise problems' keys (the depthwise family among their candidates); before
 // it they used gemm_generator_version. dw-14: tensor-core (dw_mma) candidates; dw-15: their
-// pipelined form (_p).
-inline constexpr const char* depthwise_generator_version = "gemm-13+dw-15";
+// pipelined form (_p); dw-16: _p blocks walk down columns of tiles and load only the rows a
+// tile adds.
+inline constexpr const char* depthwise_generator_version = "gemm-13+dw-16";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...

@@ -203,7 +203,13 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
             k.pitch = wp;
             break;
         }
-    k.window_plane = k.window_rows * k.pitch;
+    // The pipelined form keeps rows that the next tile down shares in a ring of row slots; its
+    // rows g * stride apart still fall on distinct banks, as the ring holds a multiple of 8 (16
+    // for a stride of 2) rows.
+    k.ring = 1;
+    while (k.ring < k.window_rows)
+        k.ring *= 2;
+    k.window_plane = (c.pipelined ? k.ring : k.window_rows) * k.pitch;
     while (k.window_plane % 8 != 4)
         k.window_plane += 2;
     // The accumulators' pitches: a warp's float2 stores and the epilogue's reads conflict-free.
@@ -212,9 +218,13 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
     const std::size_t channels = c.block_channels;
     k.taps = g.kernel[0] * g.kernel[1];
     k.weight_bytes = (channels * g.kernel[0] * 32 * size_of(p.type) + 15) / 16 * 16;
-    const std::size_t region =
-        std::max(channels * k.window_plane * size_of(p.type), channels * k.stage_plane * 4);
-    k.shared_bytes = k.weight_bytes + (region + 15) / 16 * 16;
+    // The accumulators go over the window once the products are done, or, in the pipelined
+    // form, beside it: the next window goes in while the current outputs are stored.
+    const std::size_t window = (channels * k.window_plane * size_of(p.type) + 15) / 16 * 16;
+    const std::size_t stage = (channels * k.stage_plane * 4 + 15) / 16 * 16;
+    k.stage_offset = k.weight_bytes + (c.pipelined ? window : 0);
+    k.shared_bytes =
+        c.pipelined ? k.stage_offset + stage : k.weight_bytes + std::max(window, stage);
     if (k.shared_bytes > limits.shared_per_block)
         return "the block's weights, window and outputs need " + gemm::kib(k.shared_bytes) +
                " of shared memory, the device allows " + gemm::kib(limits.shared_per_block);
@@ -245,10 +255,35 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
     return "";
 }
 
+// A pipelined config's time, relatively: the bytes its blocks move, each tile's window rows
+// (all of them where a column of tiles starts, the rows a tile adds to the one above it
+// elsewhere) and the input columns inside them, plus the outputs; slowed by the runs that are a
+// tile longer than the others.
+double estimated_pipelined_time(const depthwise_plan& k, const gemm_problem& p, double sector) {
+    const conv_geometry& g = *p.conv;
+    double columns = 0; // loaded per tile, averaged over the columns of tiles
+    for (std::size_t tc = 0; tc < k.col_tiles; ++tc) {
+        const long long first = (long long)(tc * k.tile_cols) - (long long)g.pad_begin[1];
+        const long long last = first + (long long)k.window_cols;
+        columns += double(std::max(0LL, std::min<long long>(last, (long long)g.input_spatial[1]) -
+                                            std::max(0LL, first)));
+    }
+    columns /= double(k.col_tiles);
+    const double tiles = double(k.spatial_tiles), run = tiles / double(k.grid_x);
+    const double starts = std::min(run, 1.0 + (run - 1.0) / double(k.row_tiles));
+    const double added = double(std::min<std::size_t>(k.window_rows, k.tile_rows * g.stride[0]));
+    const double rows = (starts * double(k.window_rows) + (run - starts) * added) / run;
+    const double bytes_per_tile = sector * double(k.block_channels) * size_of(p.type) *
+                                  (rows * columns + double(k.tile_rows) * k.tile_cols);
+    // Each tile also costs its barriers and T's fragments, as if it moved 4 KiB more: on
+    // MobileNetV2's 3x3 layer (H100) 16 x 32 tiles ran 10% faster than 8 x 32.
+    const double tail = run / std::ceil(run);
+    return tiles * double(k.grid_y) * (bytes_per_tile + 4096.0) / tail;
+}
+
 // A dw_mma config's time, relatively: the bytes its blocks move (windows and outputs, the
 // computed columns past the end included), slowed when an SM holds too few threads to keep
-// enough loads in flight, and by the last wave's idle SMs. A pipelined block keeps its next
-// window's loads in flight itself, and its waves are the tiles each block walks.
+// enough loads in flight, and by the last wave's idle SMs.
 double estimated_mma_time(const depthwise_plan& k, const gemm_problem& p,
                           const gemm_device_limits& limits) {
     // A position's channels of a block below a 32-byte sector still move a whole one (on the
@@ -257,13 +292,7 @@ double estimated_mma_time(const depthwise_plan& k, const gemm_problem& p,
     const double bytes_per_block =
         sector * double(k.block_channels) * size_of(p.type) *
         double(k.window_rows * k.window_cols + std::size_t(k.tile_rows) * k.tile_cols);
-    if (k.pipelined) {
-        // Each tile also costs its barriers and T's fragments, as if it moved 4 KiB more: on
-        // MobileNetV2's 3x3 layer (H100) 16 x 32 tiles ran 10% faster than 8 x 32.
-        const double tiles = double(k.spatial_tiles), walkers = double(k.grid_x);
-        const double tail = tiles / (std::ceil(tiles / walkers) * walkers);
-        return tiles * double(k.grid_y) * (bytes_per_block + 4096.0) / tail;
-    }
+    if (k.pipelined) return estimated_pipelined_time(k, p, sector);
     const double blocks = double(k.grid_x) * double(k.grid_y);
     const double per_sm = std::max(
         1.0, std::min({std::floor(double(limits.shared_per_sm) / double(k.shared_bytes + 1024)),
@@ -756,7 +785,9 @@ kernel_source generate_mma_kernel(const depthwise_plan& k, const gemm_problem& p
     field("PLANE", k.window_plane);
     field("TWS", k.stage_pitch);
     field("SPLANE", k.stage_plane);
+    field("RING", k.ring);
     field("WEIGHT_BYTES", k.weight_bytes);
+    field("STAGE_BYTES", k.stage_offset);
     field("ROW_TILES", k.row_tiles);
     field("COL_TILES", k.col_tiles);
     wide("SPATIAL_TILES", static_cast<long long>(k.spatial_tiles));

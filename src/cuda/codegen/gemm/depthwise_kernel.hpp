@@ -78,11 +78,13 @@ struct depthwise_plan {
     bool tensor_cores = false;
     unsigned block_channels = 0, tile_cols = 0;
     std::size_t window_plane = 0, stage_pitch = 0, stage_plane = 0, weight_bytes = 0;
-    // images x row_tiles x col_tiles; pipelined dw_mma configs (_p): grid_x blocks walk them,
-    // at least min_blocks of them resident per SM (the registers' bound), each thread holding
-    // window_share items of the next window (16 bytes of two positions each).
+    // images x row_tiles x col_tiles; pipelined dw_mma configs (_p): grid_x blocks walk even
+    // runs of them down the columns of tiles, at least min_blocks of them resident per SM (the
+    // registers' bound), each thread holding window_share items of the next window (16 bytes
+    // of two positions each); the window's rows in a ring of `ring` row slots (a power of two),
+    // the accumulators stage_offset bytes into shared memory.
     bool pipelined = false;
-    std::size_t spatial_tiles = 0;
+    std::size_t spatial_tiles = 0, ring = 0, stage_offset = 0;
     unsigned min_blocks = 1, window_share = 0;
 };
 
