@@ -163,16 +163,15 @@ TEST(CudaDepthwiseConfig, PipelinedPlanWalksTilesOnTheResidentBlocks) {
     EXPECT_EQ(walking->window_share, 3u);
     // Its 14 window rows in a ring of 16 row slots of 40 columns (a plane of 644 elements, 4 mod
     // 8), and the accumulators beside the window, not over it: 16 channels x (8 x 40 + 2)
-    // floats after 14 KiB of weights (16 channels x 7 rows x 32 diagonals of f16, twice: the
-    // second copy shifted by one) and the window.
+    // floats after 7 KiB of weights (16 channels x 7 rows x 32 diagonals of f16) and the window.
     EXPECT_EQ(walking->ring, 16u);
     EXPECT_EQ(walking->window_plane, 644u);
-    EXPECT_EQ(walking->stage_offset, 14336u + 16 * 644 * 2);
-    EXPECT_EQ(walking->shared_bytes, 14336u + 16 * 644 * 2 + 16 * 322 * 4);
+    EXPECT_EQ(walking->stage_offset, 7168u + 16 * 644 * 2);
+    EXPECT_EQ(walking->shared_bytes, 7168u + 16 * 644 * 2 + 16 * 322 * 4);
     // The plain form's 14 rows (a plane of 564) and its accumulators share one region.
     EXPECT_EQ(plain->window_plane, 564u);
-    EXPECT_EQ(plain->stage_offset, 14336u);
-    EXPECT_EQ(plain->shared_bytes, 14336u + std::max(16 * 564 * 2, 16 * 322 * 4));
+    EXPECT_EQ(plain->stage_offset, 7168u);
+    EXPECT_EQ(plain->shared_bytes, 7168u + std::max(16 * 564 * 2, 16 * 322 * 4));
     // A device of one SM: a block of each channel block, walking every tile.
     gemm_device_limits one_sm;
     one_sm.sm_count = 1;

@@ -11,9 +11,8 @@
 // multiply-adds (a 7x7 layer does 49 of those per output).
 //
 // A block computes CB channels x TR output rows x TW output columns:
-//   1. the weights, as each kernel row's diagonals of T in the input's type (twice, the second
-//      copy shifted by one, so a fragment register of T is one aligned 32-bit load), and the
-//      input window, channel-major [c][row][col] in
+//   1. the weights, as each kernel row's diagonals of T in the input's type (a fragment of T is
+//      two 16-bit loads a register), and the input window, channel-major [c][row][col] in
 //      the input's type with zeros where the padding is, into shared memory. The window is
 //      TW + 8 columns wide: a fragment reads 24 columns from its first, and the last 8 only
 //      meet zeros of T. Row pitch WP and plane pitch PLANE are chosen (by the generator) so a
@@ -95,18 +94,15 @@ __device__ __forceinline__ tile_origin origin_of(long long tile) {
     return t;
 }
 
-// The weights as rows of T's diagonals: wt[(c * KH + r) * 64 + 8 + d] = T_r[n + d, n] (the
+// The weights as rows of T's diagonals: wt[(c * KH + r) * 32 + 8 + d] = T_r[n + d, n] (the
 // weight of tap d / DW, or 0), so a B fragment is read without bounds checks (d from -7 to 15)
-// and the weights stay in the input's type; the row's second half holds the same shifted by
-// one element (wt[... + 32 + k] = wt[... + k + 1]), so that a fragment register (diagonals d and
-// d + 1) is one aligned 32-bit load for odd d too.
+// and the weights stay in the input's type.
 template <class CFG>
 __device__ __forceinline__ void copy_weights(const typename CFG::S* __restrict__ w,
                                              typename CFG::S* wt, long long c0) {
     using K = block_shape<CFG>;
-    for (int i = threadIdx.x; i < K::CB * K::KH * 64; i += K::THREADS) {
-        const int cl = i / (K::KH * 64), r = i / 64 % K::KH, k = i % 64;
-        const int d = (k < 32 ? k : k - 31) - 8;
+    for (int i = threadIdx.x; i < K::CB * K::KH * 32; i += K::THREADS) {
+        const int cl = i / (K::KH * 32), r = i / 32 % K::KH, d = i % 32 - 8;
         unsigned short v = 0;
         if (c0 + cl < CFG::C && d >= 0 && d % CFG::DW == 0 && d / CFG::DW < K::KW)
             v = static_cast<unsigned short>(bits16(w + (c0 + cl) * CFG::W_FILTER + r * CFG::W_ROW +
@@ -185,13 +181,13 @@ __device__ __forceinline__ void products(const typename CFG::S* win, const typen
     for (int ci = 0; ci < K::PER_WARP; ++ci) {
         const int c = warp * K::PER_WARP + ci;
         const S* plane = win + c * CFG::PLANE;
-        unsigned bf[K::KH][2]; // diagonals 2q + 8e - g and the next, from an aligned word
-        const int diagonal = 8 + 2 * q - g + (g % 2 ? 31 : 0);
+        unsigned bf[K::KH][2];
 #pragma unroll
         for (int r = 0; r < K::KH; ++r)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                bf[r][e] = shared_word(wt + (c * K::KH + r) * 64 + diagonal + 8 * e);
+                const S* at = wt + (c * K::KH + r) * 32 + 8 + 2 * q + 8 * e - g;
+                bf[r][e] = bits16(at) | (bits16(at + 1) << 16);
             }
 #pragma unroll
         for (int t = 0; t < K::TILES; ++t) {
@@ -231,7 +227,7 @@ __device__ __forceinline__ void products(const typename CFG::S* win, const typen
                         col;
                     for (int s = 0; s < K::KW; ++s)
                         sum = sum + cx_load(row + s * CFG::DW) *
-                                        cx_load(wt + (c * K::KH + r) * 64 + 8 + s * CFG::DW);
+                                        cx_load(wt + (c * K::KH + r) * 32 + 8 + s * CFG::DW);
                 }
                 acc[ci][t][e] = sum;
             }

@@ -217,7 +217,7 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
     k.stage_plane = std::size_t(c.tile_rows) * k.stage_pitch + 2;
     const std::size_t channels = c.block_channels;
     k.taps = g.kernel[0] * g.kernel[1];
-    k.weight_bytes = (channels * g.kernel[0] * 64 * size_of(p.type) + 15) / 16 * 16;
+    k.weight_bytes = (channels * g.kernel[0] * 32 * size_of(p.type) + 15) / 16 * 16;
     // The accumulators go over the window once the products are done, or, in the pipelined
     // form, beside it: the next window goes in while the current outputs are stored.
     const std::size_t window = (channels * k.window_plane * size_of(p.type) + 15) / 16 * 16;
@@ -249,12 +249,7 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
         if (k.window_share > 6)
             return "a thread's share of the next window is " + std::to_string(k.window_share) +
                    " items of 8 registers, more than 6";
-        // What the SMs hold at once: the registers' bound, or fewer where shared memory (a
-        // block's plus the 1 KiB the device reserves per block) holds fewer.
-        const std::size_t by_shared = limits.shared_per_sm / (k.shared_bytes + 1024);
-        const std::size_t resident =
-            std::size_t(limits.sm_count) *
-            std::clamp<std::size_t>(by_shared, 1, std::size_t(k.min_blocks));
+        const std::size_t resident = std::size_t(limits.sm_count) * k.min_blocks;
         k.grid_x = unsigned(std::clamp<std::size_t>(resident / blocks_y, 1, blocks_x));
     }
     return "";
