@@ -249,7 +249,12 @@ std::string plan_mma(depthwise_plan& k, const perf_config& c, const gemm_problem
         if (k.window_share > 6)
             return "a thread's share of the next window is " + std::to_string(k.window_share) +
                    " items of 8 registers, more than 6";
-        const std::size_t resident = std::size_t(limits.sm_count) * k.min_blocks;
+        // What the SMs hold at once: the registers' bound, or fewer where shared memory (a
+        // block's plus the 1 KiB the device reserves per block) holds fewer.
+        const std::size_t by_shared = limits.shared_per_sm / (k.shared_bytes + 1024);
+        const std::size_t resident =
+            std::size_t(limits.sm_count) *
+            std::clamp<std::size_t>(by_shared, 1, std::size_t(k.min_blocks));
         k.grid_x = unsigned(std::clamp<std::size_t>(resident / blocks_y, 1, blocks_x));
     }
     return "";
