@@ -503,17 +503,18 @@ std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
     std::stable_sort(tiled.begin(), tiled.end(), by_time);
     std::stable_sort(mma.begin(), mma.end(), by_time);
     std::stable_sort(pipelined.begin(), pipelined.end(), by_time);
-    // In turn, tiled, pipelined tensor cores, tensor cores, direct: quick tuning times the best
-    // few of each form. The tiled form stays first (the heuristic's pick): on the H100 the
-    // tensor-core form won on some layers by 3-21% and lost on others by up to 2.6x, which its
-    // ranking does not foresee; the pipelined form took 19-42% less time than the tiled one on
-    // ConvNeXt's and MobileNetV2's first layers (H100), but has been timed on those two alone.
+    // In turn, pipelined tensor cores, tiled, tensor cores, direct: quick tuning times the best
+    // few of each form. The pipelined form's first pick is the heuristic's: on the H100 it ran
+    // 27-47% faster than the tiled form on ConvNeXt's, MobileNetV2's and EfficientNet's layers
+    // timed (2026-12-07f in bench/RESULTS.md), while the plain tensor-core form lost to the tiled
+    // one on some layers by up to 2.6x; layers the pipelined form cannot take (column stride 2)
+    // start with the tiled form.
     std::vector<perf_config> r;
     for (std::size_t i = 0; i < ranked.size() || i < tiled.size() || i < mma.size() ||
                             i < std::min<std::size_t>(pipelined.size(), 6);
          ++i) {
-        if (i < tiled.size()) r.push_back(tiled[i].second);
         if (i < pipelined.size() && i < 6) r.push_back(pipelined[i].second);
+        if (i < tiled.size()) r.push_back(tiled[i].second);
         if (i < mma.size()) r.push_back(mma[i].second);
         if (i < ranked.size() && std::find(r.begin(), r.end(), ranked[i].second) == r.end())
             r.push_back(ranked[i].second);
