@@ -268,10 +268,9 @@ double estimated_pipelined_time(const depthwise_plan& k, const gemm_problem& p, 
     const conv_geometry& g = *p.conv;
     double columns = 0; // loaded per tile, averaged over the columns of tiles
     for (std::size_t tc = 0; tc < k.col_tiles; ++tc) {
-        const long long first = (long long)(tc * k.tile_cols) - (long long)g.pad_begin[1];
-        const long long last = first + (long long)k.window_cols;
-        columns += double(std::max(0LL, std::min<long long>(last, (long long)g.input_spatial[1]) -
-                                            std::max(0LL, first)));
+        const double first = double(tc * k.tile_cols) - double(g.pad_begin[1]);
+        const double last = first + double(k.window_cols);
+        columns += std::max(0.0, std::min(last, double(g.input_spatial[1])) - std::max(0.0, first));
     }
     columns /= double(k.col_tiles);
     const double tiles = double(k.spatial_tiles), run = tiles / double(k.grid_x);
