@@ -503,17 +503,28 @@ std::vector<perf_config> depthwise_candidates(const gemm_problem& p,
     std::stable_sort(mma.begin(), mma.end(), by_time);
     std::stable_sort(pipelined.begin(), pipelined.end(), by_time);
     // In turn, pipelined tensor cores, tiled, tensor cores, direct: quick tuning times the best
-    // few of each form. The pipelined form's first pick is the heuristic's: on the H100 it ran
-    // 27-47% faster than the tiled form on ConvNeXt's, MobileNetV2's and EfficientNet's layers
-    // timed (2026-12-07f in bench/RESULTS.md), while the plain tensor-core form lost to the tiled
-    // one on some layers by up to 2.6x; layers the pipelined form cannot take (column stride 2)
-    // start with the tiled form.
+    // few of each form. The pipelined form's first pick is the heuristic's where its blocks walk
+    // more than two tiles each: on the H100 it ran 27-47% faster than the tiled form on
+    // ConvNeXt's, MobileNetV2's and EfficientNet's large layers at batch 32, and inside
+    // ConvNeXt-tiny took 40-47% less time on its first three stages (2026-12-07f in
+    // bench/RESULTS.md). Where its blocks have two tiles or fewer (ConvNeXt's 7x7x768 layer at
+    // batch 32, its 14x14 and 7x7 layers at batch 1) it took 1.19-1.34x the tiled form's time,
+    // so the tiled form comes first there, as it does where no tensor-core config is valid
+    // (column stride 2, f32). At batch 1 the 56x56 layer is the exception: 0.0081 ms against
+    // the tiled 0.0107, with one tile a block. The plain tensor-core form lost to the tiled one
+    // on some layers by up to 2.6x.
+    bool walks_far = false;
+    if (!pipelined.empty())
+        if (const auto plan = make_depthwise_plan(pipelined.front().second, p, limits, nullptr))
+            walks_far = plan->spatial_tiles > 2 * std::size_t(plan->grid_x);
     std::vector<perf_config> r;
     for (std::size_t i = 0; i < ranked.size() || i < tiled.size() || i < mma.size() ||
                             i < std::min<std::size_t>(pipelined.size(), 6);
          ++i) {
-        if (i < pipelined.size() && i < 6) r.push_back(pipelined[i].second);
+        const bool walker = i < pipelined.size() && i < 6;
+        if (walker && walks_far) r.push_back(pipelined[i].second);
         if (i < tiled.size()) r.push_back(tiled[i].second);
+        if (walker && !walks_far) r.push_back(pipelined[i].second);
         if (i < mma.size()) r.push_back(mma[i].second);
         if (i < ranked.size() && std::find(r.begin(), r.end(), ranked[i].second) == r.end())
             r.push_back(ranked[i].second);
