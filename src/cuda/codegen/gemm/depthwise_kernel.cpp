@@ -293,10 +293,10 @@ double estimated_mma_time(const depthwise_plan& k, const gemm_problem& p,
     // A position's channels of a block below a 32-byte sector still move a whole one (on the
     // H100, 8 channels per block ran 1.2-2.5x slower than 16 or 32).
     const double sector = std::max(1.0, 32.0 / double(k.block_channels * size_of(p.type)));
+    if (k.pipelined) return estimated_pipelined_time(k, p, sector);
     const double bytes_per_block =
         sector * double(k.block_channels) * size_of(p.type) *
         double(k.window_rows * k.window_cols + std::size_t(k.tile_rows) * k.tile_cols);
-    if (k.pipelined) return estimated_pipelined_time(k, p, sector);
     const double blocks = double(k.grid_x) * double(k.grid_y);
     const double per_sm = std::max(
         1.0, std::min({std::floor(double(limits.shared_per_sm) / double(k.shared_bytes + 1024)),
