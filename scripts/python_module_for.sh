@@ -20,7 +20,7 @@ suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))
 mkdir -p "$out/conflux"
 # The build tree's own compile and link lines for the module, with this Python's headers.
 cd build
-compile=$(ninja -t commands _conflux | grep -- "-c .*_conflux.dir" | tail -1)
+compile=$(ninja -t commands _conflux | grep -E -- "-o [^ ]*_conflux\.dir/[^ ]*\.o -c " | tail -1)
 link=$(ninja -t commands _conflux | grep -- "-shared" | tail -1 | sed 's/ && cd .*//; s/^: && //')
 obj=python/CMakeFiles/_conflux.dir/other_python.o
 compile=$(echo "$compile" | sed -E "s#-isystem [^ ]*/include/python3[^ ]*#-isystem $include -isystem ../$deps/pybind11/include#; s#-MD -MT [^ ]* -MF [^ ]* ##; s#-o [^ ]*\.o#-o $obj#")
