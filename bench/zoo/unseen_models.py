@@ -203,7 +203,6 @@ def main():
                 for parameter in model.parameters():
                     if parameter.numel() > 1 and torch.count_nonzero(parameter) == 0:
                         parameter.normal_(0.0, 0.02)
-            with torch.no_grad():
                 torch.onnx.export(model, (x,), path, opset_version=18 if dynamo else 17,
                                   dynamo=dynamo, input_names=["x"], output_names=["y"])
         except Exception as e:  # noqa: BLE001 - an export failure is the exporter's, not ours
