@@ -275,14 +275,6 @@ inline double2 make_double2(double x, double y) {
     return {x, y};
 }
 
-// Byte n of the result is byte (s >> 4n) & 7 of the eight bytes y:x (x the low four).
-inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
-    const unsigned long long bytes = (static_cast<unsigned long long>(y) << 32) | x;
-    unsigned r = 0;
-    for (unsigned n = 0; n < 4; ++n)
-        r |= static_cast<unsigned>((bytes >> (8 * ((s >> (4 * n)) & 7u))) & 0xffu) << (8 * n);
-    return r;
-}
 inline float __int_as_float(int v) {
     return std::bit_cast<float>(v);
 }

@@ -59,29 +59,21 @@ template <class CFG> struct block_shape {
     static constexpr int CB = CFG::CB, TR = CFG::TR, TW = CFG::TW, THREADS = CFG::WARPS * 32;
     static constexpr int KH = CFG::KH, KW = CFG::KW;
     static constexpr int WR = (TR - 1) * CFG::SH + (KH - 1) * CFG::DH + 1, WC = TW + 8;
-    static constexpr int VECS = CB / 8, PAIRS = WC / 2, ROW_ITEMS = PAIRS * VECS,
-                         ITEMS = WR * ROW_ITEMS;
+    static constexpr int VECS = CB / 8, PAIRS = WC / 2, ITEMS = WR * PAIRS * VECS;
     static constexpr int COL_PAIRS = TW / 16, TILES = TR / 8 * COL_PAIRS;
     static constexpr int PER_WARP = CB / CFG::WARPS;
-    // Whether an item's offset from its tile's window origin needs 64 bits.
-    static constexpr bool WIDE = WR * CFG::ROW_STRIDE + WC * CFG::COL_STRIDE + CB >= (1LL << 31);
 };
 
-template <bool WIDE> struct offset_type { using type = int; };
-template <> struct offset_type<true> { using type = long long; };
-
-// Where a spatial tile starts; `base` is the input offset of its window's first row, column and
-// channel (negative where that is padding: only positions inside the image are read).
+// Where a spatial tile starts.
 struct tile_origin {
-    int img, oh0, ow0, ih0, iw0;
-    long long base;
+    long long img;
+    int oh0, ow0, ih0, iw0;
 };
 
 // Spatial tile `tile` of images x ROW_TILES x COL_TILES, column tiles fastest, or (DOWN, the
-// pipelined form's order) images x COL_TILES x ROW_TILES, row tiles fastest. Tile indices fit
-// 32 bits (the generator's grid limit), so the divisions here are 32-bit.
+// pipelined form's order) images x COL_TILES x ROW_TILES, row tiles fastest.
 template <class CFG, bool DOWN = false>
-__device__ __forceinline__ tile_origin origin_of(int tile, int c0) {
+__device__ __forceinline__ tile_origin origin_of(long long tile) {
     tile_origin t;
     int tc, tr;
     if (DOWN) {
@@ -99,8 +91,6 @@ __device__ __forceinline__ tile_origin origin_of(int tile, int c0) {
     t.ow0 = tc * CFG::TW;
     t.ih0 = t.oh0 * CFG::SH - CFG::PAD_T;
     t.iw0 = t.ow0 - CFG::PAD_L;
-    t.base = t.img * CFG::IMG_STRIDE + static_cast<long long>(t.ih0) * CFG::ROW_STRIDE +
-             static_cast<long long>(t.iw0) * CFG::COL_STRIDE + c0;
     return t;
 }
 
@@ -109,7 +99,7 @@ __device__ __forceinline__ tile_origin origin_of(int tile, int c0) {
 // and the weights stay in the input's type.
 template <class CFG>
 __device__ __forceinline__ void copy_weights(const typename CFG::S* __restrict__ w,
-                                             typename CFG::S* wt, int c0) {
+                                             typename CFG::S* wt, long long c0) {
     using K = block_shape<CFG>;
     for (int i = threadIdx.x; i < K::CB * K::KH * 32; i += K::THREADS) {
         const int cl = i / (K::KH * 32), r = i / 32 % K::KH, d = i % 32 - 8;
@@ -121,45 +111,30 @@ __device__ __forceinline__ void copy_weights(const typename CFG::S* __restrict__
     }
 }
 
-// Item x of the window rows from `first` on: two neighbouring positions' 8 channels (zeros in
-// the padding and past the last channel). Items are counted from a whole row, so x's row,
-// column pair and vector do not depend on `first`: with x = tid + j * THREADS they are the same
-// for every tile, and only the row is added per tile.
+// Item i of the window: two neighbouring positions' 8 channels (zeros in the padding and past
+// the last channel).
 struct window_item {
     uint4 x0, x1;
 };
 
-struct item_place {
-    int v, pair, row;
-};
-
-template <class CFG> __device__ __forceinline__ item_place place_of(unsigned x, int first) {
-    using K = block_shape<CFG>;
-    return {static_cast<int>(x % K::VECS), static_cast<int>(x / K::VECS % K::PAIRS),
-            first + static_cast<int>(x / K::ROW_ITEMS)};
-}
-
 template <class CFG>
-__device__ __forceinline__ window_item load_item(int x, int first,
-                                                 const typename CFG::S* __restrict__ in,
-                                                 const tile_origin& t, int c0) {
+__device__ __forceinline__ window_item load_item(int i, const typename CFG::S* __restrict__ in,
+                                                 const tile_origin& t, long long c0) {
     using K = block_shape<CFG>;
-    using offset = typename offset_type<K::WIDE>::type;
-    const item_place at = place_of<CFG>(x, first);
-    const int ih = t.ih0 + at.row, iw = t.iw0 + 2 * at.pair;
-    window_item item = {{0u, 0u, 0u, 0u}, {0u, 0u, 0u, 0u}};
-    if ((CFG::C % K::CB == 0 || c0 + at.v * 8 < CFG::C) &&
-        static_cast<unsigned>(ih) < static_cast<unsigned>(CFG::IH)) {
-        const offset within =
-            static_cast<offset>(at.row) * static_cast<offset>(CFG::ROW_STRIDE) +
-            static_cast<offset>(2 * at.pair) * static_cast<offset>(CFG::COL_STRIDE) + at.v * 8;
-        const typename CFG::S* p = in + (t.base + within);
+    const int v = i % K::VECS, pair = i / K::VECS % K::PAIRS, row = i / (K::VECS * K::PAIRS);
+    const int ih = t.ih0 + row, iw = t.iw0 + 2 * pair;
+    window_item x = {{0u, 0u, 0u, 0u}, {0u, 0u, 0u, 0u}};
+    if (c0 + v * 8 < CFG::C && static_cast<unsigned>(ih) < static_cast<unsigned>(CFG::IH)) {
+        const typename CFG::S* at = in + t.img * CFG::IMG_STRIDE + c0 + v * 8 +
+                                    static_cast<long long>(ih) * CFG::ROW_STRIDE;
         if (static_cast<unsigned>(iw) < static_cast<unsigned>(CFG::IW))
-            item.x0 = *reinterpret_cast<const uint4*>(p);
+            x.x0 =
+                *reinterpret_cast<const uint4*>(at + static_cast<long long>(iw) * CFG::COL_STRIDE);
         if (static_cast<unsigned>(iw + 1) < static_cast<unsigned>(CFG::IW))
-            item.x1 = *reinterpret_cast<const uint4*>(p + CFG::COL_STRIDE);
+            x.x1 = *reinterpret_cast<const uint4*>(at + static_cast<long long>(iw + 1) *
+                                                            CFG::COL_STRIDE);
     }
-    return item;
+    return x;
 }
 
 // The row slot of window row `row` (rows counted from the tile's first, `base` = its first
@@ -168,21 +143,20 @@ template <class CFG> __device__ __forceinline__ int slot_of(int base, int row) {
     return (base + row) & (CFG::RING - 1);
 }
 
-// Stores item x (of the rows from `first` on) channel-major, one 32-bit word (the two
-// positions) per channel.
+// Stores item i channel-major, one 32-bit word (the two positions) per channel.
 template <class CFG>
-__device__ __forceinline__ void store_item(int x, int first, const window_item& item,
-                                           typename CFG::S* win, int base) {
+__device__ __forceinline__ void store_item(int i, const window_item& x, typename CFG::S* win,
+                                           int base) {
+    using K = block_shape<CFG>;
     using S = typename CFG::S;
-    const item_place at = place_of<CFG>(x, first);
-    const unsigned a[4] = {item.x0.x, item.x0.y, item.x0.z, item.x0.w},
-                   b[4] = {item.x1.x, item.x1.y, item.x1.z, item.x1.w};
-    S* dst = win + at.v * 8 * CFG::PLANE + slot_of<CFG>(base, at.row) * CFG::WP + 2 * at.pair;
+    const int v = i % K::VECS, pair = i / K::VECS % K::PAIRS, row = i / (K::VECS * K::PAIRS);
+    const unsigned a[4] = {x.x0.x, x.x0.y, x.x0.z, x.x0.w}, b[4] = {x.x1.x, x.x1.y, x.x1.z, x.x1.w};
+    S* dst = win + v * 8 * CFG::PLANE + slot_of<CFG>(base, row) * CFG::WP + 2 * pair;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        *reinterpret_cast<unsigned*>(dst + 2 * k * CFG::PLANE) = __byte_perm(a[k], b[k], 0x5410);
+        *reinterpret_cast<unsigned*>(dst + 2 * k * CFG::PLANE) = (a[k] & 0xffffu) | (b[k] << 16);
         *reinterpret_cast<unsigned*>(dst + (2 * k + 1) * CFG::PLANE) =
-            __byte_perm(a[k], b[k], 0x7632);
+            (a[k] >> 16) | (b[k] & 0xffff0000u);
     }
 }
 
@@ -193,13 +167,12 @@ using accumulators = float[block_shape<CFG>::PER_WARP][block_shape<CFG>::TILES][
 // then per tile and kernel row three 32-bit loads and one mma. T's zeros multiply window values
 // that an output does not read, and 0 * Inf would turn it NaN: when any accumulator of the block
 // is not finite (an Inf or NaN in the window, or a bf16 product past f32's range), the block
-// computes its outputs again with exact_products. Checking the accumulators (one multiply-add
-// each) instead of every window value keeps the check out of the copy. Returns NaN where this
-// thread's accumulators are not all finite, else 0; no barrier.
+// computes its outputs again directly from the window, in f32 in the reference's order, which
+// is slower but exact. Checking the accumulators (one multiply-add each) instead of every
+// window value keeps the check out of the copy. Ends with a barrier: the window is free after.
 template <class CFG>
-__device__ __forceinline__ float tensor_products(const typename CFG::S* win,
-                                                 const typename CFG::S* wt, int base,
-                                                 accumulators<CFG>& acc) {
+__device__ __forceinline__ void products(const typename CFG::S* win, const typename CFG::S* wt,
+                                         int base, accumulators<CFG>& acc) {
     using K = block_shape<CFG>;
     using S = typename CFG::S;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -236,18 +209,7 @@ __device__ __forceinline__ float tensor_products(const typename CFG::S* win,
                 nonfinite = fmaf(acc[ci][t][e], 0.0f, nonfinite);
         }
     }
-    return nonfinite;
-}
-
-// The outputs directly from the window, in f32 in the reference's order: slower than the tensor
-// cores, but exact where the window holds an Inf or NaN.
-template <class CFG>
-__device__ __forceinline__ void exact_products(const typename CFG::S* win,
-                                               const typename CFG::S* wt, int base,
-                                               accumulators<CFG>& acc) {
-    using K = block_shape<CFG>;
-    using S = typename CFG::S;
-    const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, q = threadIdx.x % 4;
+    if (!__syncthreads_or(nonfinite != 0.0f)) return;
 #pragma unroll
     for (int ci = 0; ci < K::PER_WARP; ++ci) {
         const int c = warp * K::PER_WARP + ci;
@@ -271,14 +233,16 @@ __device__ __forceinline__ void exact_products(const typename CFG::S* win,
             }
         }
     }
+    __syncthreads();
 }
 
-// The accumulators into shared memory (f32 [c][row][col], at `stage`: over the window once the
-// products are done, or beside it), so that each position's channels can be read together.
-template <class CFG>
-__device__ __forceinline__ void stage_accumulators(const accumulators<CFG>& acc, float* stage) {
+// The accumulators through shared memory (f32 [c][row][col], at `stage`: over the window, which
+// products() leaves free, or beside it), then 8 channels of one position at a time to `store`.
+template <class CFG, class Store>
+__device__ __forceinline__ void store_outputs(const accumulators<CFG>& acc, float* stage,
+                                              const tile_origin& t, long long c0, Store& store) {
     using K = block_shape<CFG>;
-    const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, q = threadIdx.x % 4;
+    const int tid = threadIdx.x, warp = tid / 32, g = tid % 32 / 4, q = tid % 4;
 #pragma unroll
     for (int ci = 0; ci < K::PER_WARP; ++ci)
 #pragma unroll
@@ -289,49 +253,17 @@ __device__ __forceinline__ void stage_accumulators(const accumulators<CFG>& acc,
             *reinterpret_cast<float2*>(at) = make_float2(acc[ci][i][0], acc[ci][i][1]);
             *reinterpret_cast<float2*>(at + 8) = make_float2(acc[ci][i][2], acc[ci][i][3]);
         }
-}
-
-// The staged outputs, 8 channels of one position at a time, to `store`; four positions a thread
-// unrolled, so that their reads (and the epilogue's) are in flight together.
-template <class CFG, class Store>
-__device__ __forceinline__ void store_staged(const float* stage, const tile_origin& t, int c0,
-                                             Store& store) {
-    using K = block_shape<CFG>;
-    const int tid = threadIdx.x;
-    constexpr int OUTPUTS = K::TR * K::TW * K::VECS;
-#pragma unroll 4
-    for (int k = 0; k < (OUTPUTS + K::THREADS - 1) / K::THREADS; ++k) {
-        const unsigned i = tid + k * K::THREADS;
-        const int v = static_cast<int>(i % K::VECS), pos = static_cast<int>(i / K::VECS),
-                  r = pos / K::TW, col = pos % K::TW;
+    __syncthreads();
+    for (int i = tid; i < K::TR * K::TW * K::VECS; i += K::THREADS) {
+        const int v = i % K::VECS, pos = i / K::VECS, r = pos / K::TW, col = pos % K::TW;
         const int oh = t.oh0 + r, ow = t.ow0 + col;
-        if ((OUTPUTS % K::THREADS != 0 && i >= unsigned(OUTPUTS)) || oh >= CFG::OH ||
-            ow >= CFG::OW || (CFG::C % K::CB != 0 && c0 + v * 8 >= CFG::C))
-            continue;
+        if (oh >= CFG::OH || ow >= CFG::OW || c0 + v * 8 >= CFG::C) continue;
         float out[8];
 #pragma unroll
         for (int k = 0; k < 8; ++k)
             out[k] = stage[(v * 8 + k) * CFG::SPLANE + r * CFG::TWS + col];
-        store(out, (static_cast<long long>(t.img) * CFG::OH + oh) * CFG::OW + ow,
-              static_cast<long long>(c0 + v * 8));
+        store(out, (t.img * CFG::OH + oh) * CFG::OW + ow, c0 + v * 8);
     }
-}
-
-// The window's outputs into `stage`: on tensor cores, or exactly where any accumulator of the
-// block is not finite. The window is free after the first barrier, so `stage` may lie over it;
-// the outputs can be read after the second. (Staging the accumulators before the first barrier,
-// one barrier a tile fewer where the stage has its own memory, ran up to 24% slower on an H100:
-// the next window's loads had less time before they were needed.)
-template <class CFG>
-__device__ __forceinline__ void
-products_to_stage(const typename CFG::S* win, const typename CFG::S* wt, int base, float* stage) {
-    accumulators<CFG> acc;
-    if (__syncthreads_or(tensor_products<CFG>(win, wt, base, acc) != 0.0f)) {
-        exact_products<CFG>(win, wt, base, acc);
-        __syncthreads();
-    }
-    stage_accumulators<CFG>(acc, stage);
-    __syncthreads();
 }
 
 // Where a block's weights and window live in shared memory, and its first channel; the weights
@@ -339,7 +271,7 @@ products_to_stage(const typename CFG::S* win, const typename CFG::S* wt, int bas
 template <class CFG> struct block_start {
     typename CFG::S* wt;
     typename CFG::S* win;
-    int c0;
+    long long c0;
 };
 
 template <class CFG>
@@ -348,7 +280,7 @@ __device__ __forceinline__ block_start<CFG> start_block(const typename CFG::S* _
     using S = typename CFG::S;
     const block_start<CFG> b = {reinterpret_cast<S*>(smem),
                                 reinterpret_cast<S*>(smem + CFG::WEIGHT_BYTES),
-                                static_cast<int>(blockIdx.y) * CFG::CB};
+                                static_cast<long long>(blockIdx.y) * CFG::CB};
     copy_weights<CFG>(w, b.wt, b.c0);
     return b;
 }
@@ -362,15 +294,15 @@ __device__ __forceinline__ void cx_depthwise_mma(const typename CFG::S* __restri
                                                  unsigned char* smem, Store store) {
     using namespace cx_depthwise_mma_detail;
     using K = block_shape<CFG>;
+    const tile_origin t = origin_of<CFG>(blockIdx.x);
     const block_start<CFG> b = start_block<CFG>(w, smem);
-    const tile_origin t = origin_of<CFG>(static_cast<int>(blockIdx.x), b.c0);
 #pragma unroll 4
     for (int i = threadIdx.x; i < K::ITEMS; i += K::THREADS)
-        store_item<CFG>(i, 0, load_item<CFG>(i, 0, in, t, b.c0), b.win, 0);
+        store_item<CFG>(i, load_item<CFG>(i, in, t, b.c0), b.win, 0);
     __syncthreads(); // the window and weights are in
-    float* stage = reinterpret_cast<float*>(smem + CFG::STAGE_BYTES);
-    products_to_stage<CFG>(b.win, b.wt, 0, stage);
-    store_staged<CFG>(stage, t, b.c0, store);
+    accumulators<CFG> acc;
+    products<CFG>(b.win, b.wt, 0, acc);
+    store_outputs<CFG>(acc, reinterpret_cast<float*>(smem + CFG::STAGE_BYTES), t, b.c0, store);
 }
 
 // The pipelined form (dw_mma_..._p): a block keeps its channel block's weights and walks a run
@@ -387,37 +319,38 @@ __device__ __forceinline__ void cx_depthwise_mma_pipelined(const typename CFG::S
     using namespace cx_depthwise_mma_detail;
     using K = block_shape<CFG>;
     constexpr int SHARE = (K::ITEMS + K::THREADS - 1) / K::THREADS;
-    // The first window row a tile adds to the one above it.
-    constexpr int ADDED_ROW = K::WR > CFG::TR * CFG::SH ? K::WR - CFG::TR * CFG::SH : 0;
+    // The first item of the rows a tile adds to the one above it.
+    constexpr int ADDED_FROM =
+        (K::WR > CFG::TR * CFG::SH ? K::WR - CFG::TR * CFG::SH : 0) * K::PAIRS * K::VECS;
     const block_start<CFG> b = start_block<CFG>(w, smem);
     float* stage = reinterpret_cast<float*>(smem + CFG::STAGE_BYTES);
     const int tid = threadIdx.x;
-    const int begin = static_cast<int>(blockIdx.x * CFG::SPATIAL_TILES / gridDim.x),
-              end = static_cast<int>((blockIdx.x + 1) * CFG::SPATIAL_TILES / gridDim.x);
+    const long long begin = blockIdx.x * CFG::SPATIAL_TILES / gridDim.x,
+                    end = (blockIdx.x + 1) * CFG::SPATIAL_TILES / gridDim.x;
     window_item next[SHARE];
-    int first = 0; // the first window row that next[] holds
-    auto fetch = [&](const tile_origin& t) {
+    int from = 0; // the first item of the window that next[] holds
+    auto fetch = [&](long long tile) {
+        const tile_origin t = origin_of<CFG, true>(tile);
 #pragma unroll
         for (int j = 0; j < SHARE; ++j)
-            if (tid + j * K::THREADS < (K::WR - first) * K::ROW_ITEMS)
-                next[j] = load_item<CFG>(tid + j * K::THREADS, first, in, t, b.c0);
+            if (from + tid + j * K::THREADS < K::ITEMS)
+                next[j] = load_item<CFG>(from + tid + j * K::THREADS, in, t, b.c0);
     };
-    tile_origin t = origin_of<CFG, true>(begin, b.c0);
-    fetch(t);
-    for (int tile = begin; tile < end; ++tile) {
+    fetch(begin);
+    for (long long tile = begin; tile < end; ++tile) {
+        const tile_origin t = origin_of<CFG, true>(tile);
         const int base = t.oh0 * CFG::SH;
 #pragma unroll
         for (int j = 0; j < SHARE; ++j)
-            if (tid + j * K::THREADS < (K::WR - first) * K::ROW_ITEMS)
-                store_item<CFG>(tid + j * K::THREADS, first, next[j], b.win, base);
+            if (from + tid + j * K::THREADS < K::ITEMS)
+                store_item<CFG>(from + tid + j * K::THREADS, next[j], b.win, base);
         __syncthreads(); // the window (and, the first time, the weights) are in
-        const tile_origin current = t;
         if (tile + 1 < end) {
-            first = (tile + 1) % CFG::ROW_TILES == 0 ? 0 : ADDED_ROW;
-            t = origin_of<CFG, true>(tile + 1, b.c0);
-            fetch(t);
+            from = (tile + 1) % CFG::ROW_TILES == 0 ? 0 : ADDED_FROM;
+            fetch(tile + 1);
         }
-        products_to_stage<CFG>(b.win, b.wt, base, stage);
-        store_staged<CFG>(stage, current, b.c0, store);
+        accumulators<CFG> acc;
+        products<CFG>(b.win, b.wt, base, acc); // ends with a barrier: the window is free
+        store_outputs<CFG>(acc, stage, t, b.c0, store);
     }
 }

@@ -24,9 +24,8 @@ inline constexpr const char* gemm_generator_version = "gemm-13";
 // The same for depthwise problems' keys (the depthwise family among their candidates); before
 // it they used gemm_generator_version. dw-14: tensor-core (dw_mma) candidates; dw-15: their
 // pipelined form (_p); dw-16: _p blocks walk down columns of tiles and load only the rows a
-// tile adds; dw-17: the dw_mma kernels' 32-bit tile indices and unrolled output stores (1-6%
-// faster, by different amounts per config).
-inline constexpr const char* depthwise_generator_version = "gemm-13+dw-17";
+// tile adds.
+inline constexpr const char* depthwise_generator_version = "gemm-13+dw-16";
 
 struct problem_key {
     std::string family;            // "conv2d", "dot", "depthwise_conv2d", ...
