@@ -96,7 +96,17 @@ def models():
             "mobileone_s0", "efficientvit_b0", "convnextv2_atto", "eva02_tiny_patch14_224",
             "pvt_v2_b0", "davit_tiny", "focalnet_tiny_srf", "inception_next_tiny",
             "mobilenetv4_conv_small", "visformer_tiny", "regnetz_b16", "gcvit_xxtiny",
-            "beit_base_patch16_224")},
+            "beit_base_patch16_224",
+            # the third batch (2026-12-07)
+            "tinynet_a", "hardcorenas_a", "tf_efficientnet_lite0", "resnest14d", "skresnet18",
+            "selecsls42b", "ese_vovnet19b_dw", "tresnet_m", "densenetblur121d", "nest_tiny",
+            "sequencer2d_s", "coat_lite_tiny", "efficientvit_m0", "fastvit_sa12",
+            "repghostnet_050", "halonet26t", "botnet26t_256", "lambda_resnet26t", "volo_d1_224",
+            "tnt_s_patch16_224", "vit_small_patch16_rope_224", "hgnetv2_b0", "rdnet_tiny",
+            "starnet_s1", "fasternet_t0", "shvit_s1", "mambaout_femto", "tiny_vit_5m_224",
+            "vit_little_patch16_reg1_gap_256", "cspresnext50", "gernet_s", "bat_resnext26ts",
+            "eca_nfnet_l0", "resnetrs50", "nf_regnet_b0", "vitamin_small_224", "hiera_tiny_224",
+            "swiftformer_xs")},
         # Hugging Face, small configs
         "hf_albert": (lambda: t.AlbertModel(t.AlbertConfig(vocab_size=1000, embedding_size=128,
                                                            **small)), tokens, False),
@@ -149,6 +159,26 @@ def models():
         "hf_falcon": (lambda: t.FalconForCausalLM(t.FalconConfig(
             vocab_size=1000, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
             use_cache=False)), tokens, True),
+        # the third batch (2026-12-07)
+        "hf_convbert": (lambda: t.ConvBertModel(t.ConvBertConfig(vocab_size=1000, **small)),
+                        tokens, False),
+        "hf_squeezebert": (lambda: t.SqueezeBertModel(t.SqueezeBertConfig(
+            vocab_size=1000, embedding_size=256, **small)), tokens, False),
+        "hf_mpnet": (lambda: t.MPNetModel(t.MPNetConfig(vocab_size=1000, **small)), tokens,
+                     False),
+        "hf_funnel": (lambda: t.FunnelModel(t.FunnelConfig(
+            vocab_size=1000, block_sizes=[1, 1], d_model=256, n_head=4, d_head=64,
+            d_inner=512)), tokens, False),
+        "hf_convnext": (lambda: t.ConvNextModel(t.ConvNextConfig(
+            depths=[1, 1, 1, 1], hidden_sizes=[32, 64, 128, 256])), image(1, 3, 64, 64), False),
+        "hf_mobilevit": (lambda: t.MobileViTModel(t.MobileViTConfig(image_size=64)),
+                         image(1, 3, 64, 64), False),
+        "hf_yolos": (lambda: t.YolosModel(t.YolosConfig(
+            image_size=[64, 64], patch_size=16, num_detection_tokens=10, **small)),
+                     image(1, 3, 64, 64), False),
+        "hf_gemma": (lambda: t.GemmaForCausalLM(t.GemmaConfig(
+            vocab_size=1000, use_cache=False, num_key_value_heads=1, head_dim=64, pad_token_id=0,
+            **small)), tokens, True),
         "hf_lstm_tagger": (lambda: Recurrent("LSTM"), image(2, 12, 32), False),
         "hf_gru_tagger": (lambda: Recurrent("GRU"), image(2, 12, 32), False),
         "hf_rnn_tagger": (lambda: Recurrent("RNN"), image(2, 12, 32), False),

@@ -1,6 +1,6 @@
 // Ops whose result is known at import time: Constant, and the shape arithmetic that models
-// exported with dynamic shapes carry (Shape, Size, ConstantOfShape, Range). Shapes are static
-// in Conflux, so these always become literals and the ops never reach the program.
+// exported with dynamic shapes carry (Shape, Size, ConstantOfShape, Range, EyeLike). Shapes are
+// static in Conflux, so these always become literals and the ops never reach the program.
 #include "onnx/node_context.hpp"
 
 #include "conflux/util/checked_size.hpp"
@@ -110,6 +110,27 @@ outputs build_range(node_context& c) {
     return {c.add_literal(out)};
 }
 
+// An identity-like matrix of the input's (static) shape: ones where column - row == k.
+outputs build_eye_like(node_context& c) {
+    const shape& in = c.input_shape(0);
+    if (in.lens().size() != 2) c.fail("the input must be 2-D, got ", to_string(in));
+    dtype type = in.type();
+    if (auto t = c.attr_int("dtype")) {
+        const auto given = to_dtype(int(*t));
+        if (!given) c.unsupported("dtype ", onnx_type_name(int(*t)));
+        type = *given;
+    }
+    const std::size_t rows = in.lens()[0], cols = in.lens()[1];
+    if (!bounded_extent(in.lens(), max_generated_elements))
+        c.fail("the result [", to_string(in.lens()), "] is too large");
+    const auto k = int128(c.attr_int("k", 0));
+    std::vector<std::int64_t> values(rows * cols, 0);
+    for (std::size_t i = 0; i < rows; ++i)
+        if (const int128 j = int128(i) + k; j >= 0 && j < int128(cols))
+            values[i * cols + std::size_t(j)] = 1;
+    return {c.add_literal(from_vector(type, {rows, cols}, values))};
+}
+
 outputs build_constant(node_context& c) {
     if (auto t = c.attr_tensor("value")) return {c.add_literal(*t)};
     if (auto f = c.attr_float("value_float"))
@@ -132,6 +153,7 @@ void add_constant_ops(op_table& t) {
     t["Size"] = {1, 1, build_size};
     t["ConstantOfShape"] = {1, 1, build_constant_of_shape};
     t["Range"] = {3, 3, build_range};
+    t["EyeLike"] = {1, 1, build_eye_like};
     t["Constant"] = {0, 0, build_constant};
 }
 

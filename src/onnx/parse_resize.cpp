@@ -2,6 +2,8 @@
 // non-empty; both, like roi for tf_crop_and_resize, must be constants, so the output lens and
 // every interpolation weight are fixed here (Conflux programs have static shapes). Opset 18's
 // `axes` lists the axes that scales, sizes and roi speak of; the others keep their length.
+// Upsample (opsets 7 to 9, still in older exports) is the Resize of its day: asymmetric
+// coordinates, nearest rounding down.
 #include "onnx/node_context.hpp"
 
 #include "conflux/ops/resize.hpp"
@@ -149,10 +151,47 @@ outputs build_resize(node_context& c) {
     return {c.add(r, {x})};
 }
 
+// The scale of every axis: opset 9's second input, or opset 7's attribute.
+outputs build_upsample(node_context& c) {
+    auto x = c.input(0);
+    const dims& in = x->get_shape().lens();
+    op::resize r;
+    const auto mode = c.attr_string("mode", "nearest");
+    if (mode != "nearest" && mode != "linear")
+        c.fail("unknown mode '", mode, "' (nearest or linear)");
+    r.mode = mode == "nearest" ? op::resize_mode::nearest : op::resize_mode::linear;
+    r.coordinates = op::resize_coordinates::asymmetric;
+    r.nearest = op::resize_nearest::floor;
+    std::vector<double> scales;
+    if (c.has_input(1)) {
+        scales = c.constant_doubles(1, "scales");
+    } else if (auto a = c.attr_floats("scales")) {
+        scales.assign(a->begin(), a->end());
+    } else {
+        c.fail("scales is given neither as the second input nor as an attribute");
+    }
+    if (scales.size() != in.size())
+        c.fail("scales has ", scales.size(), " values for ", in.size(), " axes");
+    r.scales = scales;
+    r.out_lens = in;
+    for (std::size_t d = 0; d < in.size(); ++d) {
+        const double s = scales[d];
+        if (!(std::isfinite(s) && s >= 1))
+            c.fail("scale ", s, " of axis ", d, " is not a number of at least 1");
+        const double len = std::floor(double(in[d]) * s);
+        if (len > double(max_tensor_elements))
+            c.fail("scale ", s, " makes axis ", d, " of length ", in[d], " longer than ",
+                   max_tensor_elements_text);
+        r.out_lens[d] = std::size_t(len);
+    }
+    return {c.add(r, {x})};
+}
+
 } // namespace
 
 void add_resize_ops(op_table& t) {
     t["Resize"] = {1, 4, build_resize};
+    t["Upsample"] = {1, 2, build_upsample};
 }
 
 } // namespace conflux::onnx

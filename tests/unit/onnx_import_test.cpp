@@ -389,6 +389,51 @@ TEST(onnx_import, constant_of_shape_and_range_become_literals) {
               (std::vector<std::int64_t>{1, 4, 7}));
 }
 
+TEST(onnx_import, eye_like_becomes_a_literal_of_the_input_shape) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {3, 4});
+    auto* e = b.node("EyeLike", {"x"}, {"e"});
+    auto* k = e->add_attribute();
+    k->set_name("k");
+    k->set_type(::onnx::AttributeProto::INT);
+    k->set_i(-1);
+    auto* t = e->add_attribute();
+    t->set_name("dtype");
+    t->set_type(::onnx::AttributeProto::INT);
+    t->set_i(TensorProto::INT32);
+    b.output("e");
+    auto p = b.import();
+    const argument eye = returned_literal(p, 0);
+    EXPECT_EQ(eye.get_shape().type(), dtype::i32);
+    EXPECT_EQ(to_vector<std::int64_t>(eye),
+              (std::vector<std::int64_t>{0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0}));
+}
+
+TEST(onnx_import, eye_like_of_a_3d_input_is_refused) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3, 4});
+    b.node("EyeLike", {"x"}, {"e"});
+    b.output("e");
+    EXPECT_NE(import_error(b).find("EyeLike"), std::string::npos) << import_error(b);
+    EXPECT_NE(import_error(b).find("must be 2-D, got"), std::string::npos) << import_error(b);
+}
+
+// Opset 7's Upsample: scales as an attribute, nearest rounding down (x / scale, floored).
+TEST(onnx_import, upsample_of_opset_7_repeats_nearest_values) {
+    model_builder b(7);
+    b.input("x", TensorProto::FLOAT, {1, 1, 2, 2});
+    auto* u = b.node("Upsample", {"x"}, {"y"});
+    auto* a = u->add_attribute();
+    a->set_name("scales");
+    a->set_type(::onnx::AttributeProto::FLOATS);
+    for (float s : {1.0f, 1.0f, 2.0f, 3.0f})
+        a->add_floats(s);
+    b.output("y");
+    auto p = b.import();
+    expect_near(run1(p, {{"x", f32({1, 1, 2, 2}, {1, 2, 3, 4})}}),
+                {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
+}
+
 TEST(onnx_import, broadcasting_add_inserts_broadcast) {
     model_builder b;
     b.input("x", TensorProto::FLOAT, {2, 3});
