@@ -1,8 +1,10 @@
 // BatchNormalization (inference form, and training form through ordinary ops) and
 // LayerNormalization; InstanceNormalization is a layer norm over the spatial axes followed by the
 // per-channel affine transform, GroupNormalization one over each group's channels and positions.
+// LRN (AlexNet-era models) is ordinary ops: a sum of shifted slices of the padded squares.
 #include "onnx/node_context.hpp"
 
+#include "conflux/ops/data_movement.hpp"
 #include "conflux/ops/normalization.hpp"
 #include "conflux/ops/reduce.hpp"
 #include "conflux/ops/views.hpp"
@@ -89,6 +91,48 @@ outputs build_batch_norm(node_context& c) {
     return out;
 }
 
+// y = x / (bias + alpha / size * sum of x^2 over the `size` channels around c)^beta, the window
+// reaching floor((size - 1) / 2) channels down and ceil((size - 1) / 2) up. Computed in f32
+// (the squares of an f16 input overflow from 256 on), then converted back.
+outputs build_lrn(node_context& c) {
+    auto x = c.input(0);
+    const auto& xs = x->get_shape();
+    if (xs.rank() < 3)
+        c.fail("the input must have a batch, channel and spatial axes, got ", to_string(xs));
+    const auto size = c.attr_int("size");
+    if (!size) c.fail("attribute 'size' is required");
+    if (*size < 1 || std::size_t(*size) > 4 * xs.lens()[1] + 1)
+        c.fail("size ", *size, " is not between 1 and the channel count's reach");
+    const double alpha = c.attr_float("alpha", 1e-4f), beta = c.attr_float("beta", 0.75f),
+                 bias = c.attr_float("bias", 1.0f);
+    const dtype type = xs.type();
+    const bool narrow = type == dtype::f16 || type == dtype::bf16;
+    if (!is_floating(type)) c.fail("the input must be floating point, got ", to_string(type));
+    auto xf = narrow ? c.convert(x, dtype::f32) : x;
+    const dtype ct = xf->get_shape().type();
+    auto squares = c.elementwise(K::mul, {xf, xf});
+    const std::int64_t below = (*size - 1) / 2, above = *size - 1 - below;
+    const std::size_t rank = xs.rank();
+    auto windowed = squares;
+    if (*size > 1) {
+        op::pad p;
+        p.pads.assign(2 * rank, 0);
+        p.pads[1] = below;
+        p.pads[rank + 1] = above;
+        auto padded = c.add(p, {squares});
+        const auto channels = std::int64_t(xs.lens()[1]);
+        windowed = c.add(op::slice{{1}, {0}, {channels}, {}}, {padded});
+        for (std::int64_t k = 1; k < *size; ++k)
+            windowed = c.elementwise(
+                K::add, {windowed, c.add(op::slice{{1}, {k}, {k + channels}, {}}, {padded})});
+    }
+    auto scaled = c.elementwise(
+        K::add, {c.scalar(ct, bias),
+                 c.elementwise(K::mul, {c.scalar(ct, alpha / double(*size)), windowed})});
+    auto y = c.elementwise(K::div, {xf, c.elementwise(K::pow, {scaled, c.scalar(ct, beta)})});
+    return {narrow ? c.convert(y, type) : y};
+}
+
 outputs build_layer_norm(node_context& c) {
     if (c.output_requested(1) || c.output_requested(2))
         c.unsupported("only output 0 (Y) is supported, not Mean or InvStdDev");
@@ -173,6 +217,7 @@ outputs build_group_norm(node_context& c) {
 
 void add_normalization_ops(op_table& t) {
     t["GroupNormalization"] = {3, 3, build_group_norm};
+    t["LRN"] = {1, 1, build_lrn};
     t["BatchNormalization"] = {5, 5, build_batch_norm};
     t["LayerNormalization"] = {2, 3, build_layer_norm};
     t["InstanceNormalization"] = {3, 3, build_instance_norm};

@@ -740,6 +740,23 @@ TEST(onnx_import, layer_norm_with_a_scale_of_another_type_is_an_error) {
     EXPECT_NE(e.find("Scale is f32 but X is f16"), std::string::npos) << e;
 }
 
+// LRN on an f16 input whose squares overflow f16 (300^2 > 65504): the window's sums are taken
+// in f32. Expected values from the definition: channel 0's window holds 300^2 + 0^2, so
+// y = 300 / (1 + 1e-4 * 90000)^0.75 = 300 / 10^0.75.
+TEST(onnx_import, lrn_of_f16_sums_the_squares_in_f32) {
+    model_builder b(17);
+    b.input("x", TensorProto::FLOAT16, {1, 3, 1, 1});
+    auto* n = b.node("LRN", {"x"}, {"y"});
+    set_int(n, "size", 3);
+    set_float(n, "alpha", 3e-4f);
+    b.output("y");
+    auto p = b.import();
+    auto results = ref::evaluate(
+        p, {{"x", from_vector(dtype::f16, {1, 3, 1, 1}, std::vector<float>{300, 0, -300})}});
+    const float y0 = float(300 / std::pow(10.0, 0.75));
+    expect_near(to_vector<float>(results.at(0)), {y0, 0, -y0}, 0.05f);
+}
+
 // Weight standardisation as NFNet and BiT export it: BatchNormalization in training mode,
 // normalised by the batch's own mean and (biased) variance; the running statistics updated by
 // momentum. Expected values computed here by hand from the definition.
