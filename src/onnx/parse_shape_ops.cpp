@@ -1,8 +1,7 @@
 // Ops that rearrange data: views (Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Expand,
 // Slice, Split, Tile) and the data movers (Concat, Pad, Gather, GatherElements, GatherND,
-// ScatterND, ScatterElements, Scatter, Trilu). Their shape operands (Reshape's shape, Slice's
-// starts,
-// ...) must be constants: Conflux programs have static shapes.
+// ScatterND, ScatterElements, Scatter, Trilu, OneHot). Their shape operands (Reshape's shape,
+// Slice's starts, OneHot's depth, ...) must be constants: Conflux programs have static shapes.
 #include "onnx/node_context.hpp"
 
 #include "conflux/ops/data_movement.hpp"
@@ -12,6 +11,7 @@
 #include "ops/op_helpers.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace conflux::onnx {
 
@@ -382,6 +382,43 @@ outputs build_trilu(node_context& c) {
     return {c.add(t, {c.input(0)})};
 }
 
+// OneHot as a comparison: the indices (negative ones counted from depth) unsqueezed at `axis`
+// against the literal 0 .. depth - 1 along that axis, then `where` picks on or off. An index
+// outside [-depth, depth) matches nothing, so its row is all off, as ONNX asks.
+outputs build_one_hot(node_context& c) {
+    using K = op::elementwise_kind;
+    auto indices = c.input(0);
+    const std::size_t rank = indices->get_shape().rank() + 1;
+    const auto depth_values = c.constant_doubles(1, "depth");
+    if (depth_values.size() != 1) c.fail("depth must hold one value, got ", depth_values.size());
+    const double depth_d = std::floor(depth_values.front());
+    if (!(depth_d >= 1 && depth_d <= double(max_tensor_elements)))
+        c.fail("depth ", depth_values.front(), " is not a positive length");
+    const auto depth = std::int64_t(depth_d);
+    const auto values = c.input(2);
+    if (values->get_shape().elements() != 2)
+        c.fail("values must hold two values (off, on), got ", to_string(values->get_shape()));
+    const auto axis = std::size_t(c.normalize_axis(c.attr_int("axis", -1), rank));
+    // Indices of any numeric type; floating ones are truncated, as ONNX's reference casts them.
+    auto idx = c.convert(indices, dtype::i64);
+    auto depth_i = c.scalar(dtype::i64, double(depth));
+    idx = c.elementwise(K::where, {c.elementwise(K::less, {idx, c.scalar(dtype::i64, 0)}),
+                                   c.elementwise(K::add, {idx, depth_i}), idx});
+    idx = c.add(op::unsqueeze{{std::int64_t(axis)}}, {idx});
+    dims positions_lens(rank, 1);
+    positions_lens[axis] = std::size_t(depth);
+    std::vector<std::int64_t> positions(static_cast<std::size_t>(depth));
+    for (std::size_t i = 0; i < positions.size(); ++i)
+        positions[i] = std::int64_t(i);
+    auto hit = c.elementwise(
+        K::equal, {idx, c.add_literal(from_vector(dtype::i64, positions_lens, positions))});
+    auto flat = c.add(op::reshape{{2}}, {values});
+    auto off = c.add(op::slice{{0}, {0}, {1}, {}}, {flat});
+    auto on = c.add(op::slice{{0}, {1}, {2}, {}}, {flat});
+    auto scalar_of = [&](instruction_ref v) { return c.add(op::reshape{{}}, {v}); };
+    return {c.elementwise(K::where, {hit, scalar_of(on), scalar_of(off)})};
+}
+
 outputs build_tile(node_context& c) {
     auto x = c.input(0);
     const auto& lens = x->get_shape().lens();
@@ -474,6 +511,7 @@ void add_shape_ops(op_table& t) {
     t["Split"] = {1, 2, build_split};
     t["Tile"] = {2, 2, build_tile};
     t["Trilu"] = {1, 2, build_trilu};
+    t["OneHot"] = {3, 3, build_one_hot};
     t["DepthToSpace"] = {1, 1, build_depth_to_space};
     t["SpaceToDepth"] = {1, 1, build_space_to_depth};
 }
