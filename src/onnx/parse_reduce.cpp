@@ -1,5 +1,5 @@
-// Reduce*, Softmax / LogSoftmax, ArgMax / ArgMin, and the other ops along one axis: CumSum and
-// TopK.
+// Reduce*, Softmax / LogSoftmax, ArgMax / ArgMin, and the other ops along one axis: CumSum,
+// TopK and Hardmax.
 #include "onnx/node_context.hpp"
 
 #include "conflux/ir/builtin_ops.hpp"
@@ -74,6 +74,40 @@ outputs build_arg_reduce(node_context& c, bool max) {
     return {c.add(r, {x})};
 }
 
+// Hardmax: 1 where the first maximum along the axis is, 0 elsewhere: ArgMax (first index) compared
+// with a literal 0 .. len - 1 along the axis. Before opset 13 the input is seen as the 2-D
+// [prod(lens[:axis]), prod(lens[axis:])] and the row of each is what is reduced.
+outputs build_hardmax(node_context& c) {
+    using K = op::elementwise_kind;
+    auto x = c.input(0);
+    const dims lens = x->get_shape().lens();
+    const bool coerced = c.opset() < 13;
+    auto axis = c.normalize_axis(c.attr_int("axis", coerced ? 1 : -1), lens.size());
+    auto seen = x;
+    if (coerced) {
+        std::size_t outer = 1, inner = 1;
+        for (std::size_t d = 0; d < lens.size(); ++d)
+            (std::int64_t(d) < axis ? outer : inner) *= lens[d];
+        seen = c.add(op::reshape{{outer, inner}}, {x});
+        axis = 1;
+    }
+    const dims& seen_lens = seen->get_shape().lens();
+    op::arg_reduce r;
+    r.max = true;
+    r.axis = axis;
+    r.keepdims = true;
+    auto first = c.add(r, {seen});
+    dims positions_lens(seen_lens.size(), 1);
+    positions_lens[std::size_t(axis)] = seen_lens[std::size_t(axis)];
+    std::vector<std::int64_t> positions(seen_lens[std::size_t(axis)]);
+    std::iota(positions.begin(), positions.end(), std::int64_t{0});
+    auto hit = c.elementwise(
+        K::equal, {first, c.add_literal(from_vector(dtype::i64, positions_lens, positions))});
+    const dtype type = x->get_shape().type();
+    auto y = c.elementwise(K::where, {hit, c.scalar(type, 1), c.scalar(type, 0)});
+    return {coerced ? c.add(op::reshape{lens}, {y}) : y};
+}
+
 outputs build_cumsum(node_context& c) {
     auto x = c.input(0);
     op::cumsum s;
@@ -128,6 +162,7 @@ void add_reduce_ops(op_table& t) {
     t["ArgMax"] = {1, 1, [](node_context& c) { return build_arg_reduce(c, true); }};
     t["ArgMin"] = {1, 1, [](node_context& c) { return build_arg_reduce(c, false); }};
     t["CumSum"] = {2, 2, build_cumsum};
+    t["Hardmax"] = {1, 1, build_hardmax};
     t["TopK"] = {1, 2, build_top_k};
 }
 
