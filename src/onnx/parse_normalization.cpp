@@ -1,7 +1,8 @@
 // BatchNormalization (inference form, and training form through ordinary ops) and
 // LayerNormalization; InstanceNormalization is a layer norm over the spatial axes followed by the
 // per-channel affine transform, GroupNormalization one over each group's channels and positions.
-// LRN (AlexNet-era models) is ordinary ops: a sum of shifted slices of the padded squares.
+// LRN (AlexNet-era models) is ordinary ops: a sum of shifted slices of the padded squares;
+// MeanVarianceNormalization too.
 #include "onnx/node_context.hpp"
 
 #include "conflux/ops/data_movement.hpp"
@@ -133,6 +134,21 @@ outputs build_lrn(node_context& c) {
     return {narrow ? c.convert(y, type) : y};
 }
 
+// MeanVarianceNormalization: (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default batch
+// and spatial axes), the variance taken of the centred values.
+outputs build_mean_variance_norm(node_context& c) {
+    auto x = c.input(0);
+    const auto& xs = x->get_shape();
+    op::reduce mean;
+    mean.kind = op::reduce_kind::mean;
+    mean.axes = c.normalize_axes(c.attr_ints("axes", {0, 2, 3}), xs.rank());
+    auto centred = c.elementwise(K::sub, {x, c.broadcast_to(c.add(mean, {x}), xs.lens())});
+    auto variance = c.add(mean, {c.elementwise(K::mul, {centred, centred})});
+    auto deviation =
+        c.elementwise(K::add, {c.elementwise(K::sqrt, {variance}), c.scalar(xs.type(), 1e-9)});
+    return {c.elementwise(K::div, {centred, c.broadcast_to(deviation, xs.lens())})};
+}
+
 outputs build_layer_norm(node_context& c) {
     if (c.output_requested(1) || c.output_requested(2))
         c.unsupported("only output 0 (Y) is supported, not Mean or InvStdDev");
@@ -218,6 +234,7 @@ outputs build_group_norm(node_context& c) {
 void add_normalization_ops(op_table& t) {
     t["GroupNormalization"] = {3, 3, build_group_norm};
     t["LRN"] = {1, 1, build_lrn};
+    t["MeanVarianceNormalization"] = {1, 1, build_mean_variance_norm};
     t["BatchNormalization"] = {5, 5, build_batch_norm};
     t["LayerNormalization"] = {2, 3, build_layer_norm};
     t["InstanceNormalization"] = {3, 3, build_instance_norm};
