@@ -362,6 +362,7 @@ const op_table& onnx_op_table() {
         add_constant_ops(t);
         add_reduce_ops(t);
         add_resize_ops(t);
+        add_quantize_ops(t);
         return t;
     }();
     return table;

@@ -324,6 +324,37 @@ def group_norm_per_group(rng):
     write("group_norm_per_group", model, {"x": x})
 
 
+def qdq_conv_gemm(rng):
+    # A QDQ model as onnxruntime's quantize_static writes one: activations through
+    # QuantizeLinear -> DequantizeLinear (uint8, zero point 128), int8 weights with per-channel
+    # scales dequantised in front of Conv and Gemm. The quantised activations are an output too,
+    # so their integers are compared exactly.
+    x = rand(rng, (2, 8, 6, 6))
+    w = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
+    g = rng.integers(-127, 128, (10, 16 * 36)).astype(np.int8)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wd"], axis=0),
+        helper.make_node("Conv", ["xd", "wd", "b"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("QuantizeLinear", ["r", "sr", "zr"], ["rq"]),
+        helper.make_node("DequantizeLinear", ["rq", "sr", "zr"], ["rd"]),
+        helper.make_node("Flatten", ["rd"], ["f"]),
+        helper.make_node("DequantizeLinear", ["g", "sg"], ["gd"], axis=0),
+        helper.make_node("Gemm", ["f", "gd"], ["y"], transB=1),
+    ]
+    inits = [const("sx", np.float32(0.03)), const("zx", np.uint8(128)), const("w", w),
+             const("sw", (0.002 + 0.002 * rng.random(16)).astype(np.float32)),
+             const("zw", np.zeros(16, np.int8)), const("b", rand(rng, (16,), 0.1)),
+             const("sr", np.float32(0.01)), const("zr", np.uint8(0)), const("g", g),
+             const("sg", (0.001 + 0.001 * rng.random(10)).astype(np.float32))]
+    model = build("qdq_conv_gemm", nodes, {"x": x},
+                  {"y": (TensorProto.FLOAT, [2, 10]), "rq": (TensorProto.UINT8, [2, 16, 6, 6])},
+                  inits)
+    write("qdq_conv_gemm", model, {"x": x})
+
+
 def main():
     rng = np.random.default_rng(7)
     conv_add_relu_transpose_reshape(rng)
@@ -338,6 +369,7 @@ def main():
     sliced_layer_norm_and_pool(rng)
     conv_group_norm_mish(rng)
     group_norm_per_group(rng)
+    qdq_conv_gemm(np.random.default_rng(11))  # its own seed: the models above keep their data
 
 
 if __name__ == "__main__":
