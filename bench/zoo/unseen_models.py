@@ -106,7 +106,15 @@ def models():
             "starnet_s1", "fasternet_t0", "shvit_s1", "mambaout_femto", "tiny_vit_5m_224",
             "vit_little_patch16_reg1_gap_256", "cspresnext50", "gernet_s", "bat_resnext26ts",
             "eca_nfnet_l0", "resnetrs50", "nf_regnet_b0", "vitamin_small_224", "hiera_tiny_224",
-            "swiftformer_xs")},
+            "swiftformer_xs",
+            # the fourth batch (2026-12-07)
+            "efficientformerv2_s0", "convformer_s18", "caformer_s18", "edgenext_xx_small",
+            "ghostnetv2_100", "mobilevitv2_075", "vit_base_patch16_siglip_224",
+            "deit3_small_patch16_224", "flexivit_small", "dm_nfnet_f0", "cs3darknet_s",
+            "darknet53", "sedarknet21", "resnet50d", "seresnext26d_32x4d", "ecaresnet50d",
+            "res2next50", "inception_v4", "inception_resnet_v2", "xception65", "mixnet_s",
+            "fbnetc_100", "spnasnet_100", "semnasnet_075", "levit_conv_128s", "tf_mixnet_s",
+            "tf_efficientnetv2_b0", "regnetv_040", "vit_medium_patch16_gap_256")},
         # Hugging Face, small configs
         "hf_albert": (lambda: t.AlbertModel(t.AlbertConfig(vocab_size=1000, embedding_size=128,
                                                            **small)), tokens, False),
@@ -179,6 +187,24 @@ def models():
         "hf_gemma": (lambda: t.GemmaForCausalLM(t.GemmaConfig(
             vocab_size=1000, use_cache=False, num_key_value_heads=1, head_dim=64, pad_token_id=0,
             **small)), tokens, True),
+        # the fourth batch (2026-12-07)
+        "hf_fnet": (lambda: t.FNetModel(t.FNetConfig(vocab_size=1000, **small)), tokens, False),
+        "hf_xlnet": (lambda: t.XLNetModel(t.XLNetConfig(vocab_size=1000, d_model=256, n_layer=2,
+                                                        n_head=4, d_inner=512)), tokens, False),
+        "hf_dinov2": (lambda: t.Dinov2Model(t.Dinov2Config(image_size=64, patch_size=16,
+                                                           **small)), image(1, 3, 64, 64), False),
+        "hf_hubert": (lambda: t.HubertModel(t.HubertConfig(**small)), image(1, 8000), False),
+        "hf_gptj": (lambda: t.GPTJForCausalLM(t.GPTJConfig(
+            vocab_size=1000, n_embd=256, n_layer=2, n_head=4, rotary_dim=32, use_cache=False)),
+                    tokens, True),
+        "hf_mpt": (lambda: t.MptForCausalLM(t.MptConfig(
+            vocab_size=1000, d_model=256, n_layers=2, n_heads=4, use_cache=False)), tokens,
+                   True),
+        "hf_efficientnet": (lambda: t.EfficientNetModel(t.EfficientNetConfig(image_size=64)),
+                            image(1, 3, 64, 64), False),
+        "hf_swin": (lambda: t.SwinModel(t.SwinConfig(image_size=64, patch_size=4, embed_dim=32,
+                                                     depths=[1, 1], num_heads=[2, 4],
+                                                     window_size=4)), image(1, 3, 64, 64), False),
         "hf_lstm_tagger": (lambda: Recurrent("LSTM"), image(2, 12, 32), False),
         "hf_gru_tagger": (lambda: Recurrent("GRU"), image(2, 12, 32), False),
         "hf_rnn_tagger": (lambda: Recurrent("RNN"), image(2, 12, 32), False),
