@@ -363,6 +363,7 @@ const op_table& onnx_op_table() {
         add_reduce_ops(t);
         add_resize_ops(t);
         add_quantize_ops(t);
+        add_col2im_ops(t);
         return t;
     }();
     return table;

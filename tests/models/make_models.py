@@ -355,6 +355,28 @@ def qdq_conv_gemm(rng):
     write("qdq_conv_gemm", model, {"x": x})
 
 
+def col2im_fold(rng):
+    # F.fold as the dynamo exporter writes it (timm's VOLO): Col2Im with strides, dilations and
+    # pads that differ per axis, then an add so the result goes on through a kernel.
+    image, block = [7, 8], [3, 3]
+    strides, dilations, pads = [2, 1], [1, 2], [1, 0, 1, 2]
+    blocks = 1
+    for k in range(2):
+        reach = dilations[k] * (block[k] - 1) + 1
+        blocks *= (image[k] + pads[k] + pads[2 + k] - reach) // strides[k] + 1
+    x = rand(rng, (2, 3 * 9, blocks))
+    nodes = [
+        helper.make_node("Col2Im", ["x", "image", "block"], ["f"], strides=strides,
+                         dilations=dilations, pads=pads),
+        helper.make_node("Add", ["f", "b"], ["y"]),
+    ]
+    inits = [const("image", np.array(image, np.int64)), const("block", np.array(block, np.int64)),
+             const("b", rand(rng, (1, 3, 1, 1), 0.5))]
+    model = build("col2im_fold", nodes, {"x": x}, {"y": (TensorProto.FLOAT, [2, 3, 7, 8])}, inits,
+                  opset=18)
+    write("col2im_fold", model, {"x": x})
+
+
 def main():
     rng = np.random.default_rng(7)
     conv_add_relu_transpose_reshape(rng)
@@ -369,7 +391,9 @@ def main():
     sliced_layer_norm_and_pool(rng)
     conv_group_norm_mish(rng)
     group_norm_per_group(rng)
-    qdq_conv_gemm(np.random.default_rng(11))  # its own seed: the models above keep their data
+    # Their own seeds: the models above keep their data.
+    qdq_conv_gemm(np.random.default_rng(11))
+    col2im_fold(np.random.default_rng(13))
 
 
 if __name__ == "__main__":
