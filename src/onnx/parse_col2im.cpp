@@ -62,12 +62,14 @@ outputs build_col2im(node_context& c) {
         padded[k] = std::size_t(p);
         counts[k] = std::size_t((p - reach) / strides[k] + 1);
         block_size *= std::size_t(block[k]);
-        blocks *= counts[k];
+        if (block_size > 4096) c.unsupported("blocks of more than 4096 positions");
+        const auto more = mul_size(blocks, counts[k]);
+        if (!more) c.fail("the blocks' count overflows");
+        blocks = *more;
     }
     if (xl[1] % block_size != 0 || xl[2] != blocks)
         c.fail("the input [", to_string(xl), "] must be [N, C * ", block_size, ", ", blocks,
                "] for these blocks");
-    if (block_size > 4096) c.unsupported("blocks of more than 4096 positions");
     const std::size_t channels = xl[1] / block_size;
     // [N, C, b_0 .. b_n-1, L_0 .. L_n-1]
     dims split = {xl[0], channels};

@@ -124,11 +124,15 @@ outputs build_eye_like(node_context& c) {
     if (!bounded_extent(in.lens(), max_generated_elements))
         c.fail("the result [", to_string(in.lens()), "] is too large");
     const auto k = int128(c.attr_int("k", 0));
-    std::vector<std::int64_t> values(rows * cols, 0);
-    for (std::size_t i = 0; i < rows; ++i)
-        if (const int128 j = int128(i) + k; j >= 0 && j < int128(cols))
-            values[i * cols + std::size_t(j)] = 1;
-    return {c.add_literal(from_vector(type, {rows, cols}, values))};
+    argument out{shape{type, {rows, cols}}}; // zeros
+    visit_storage(type, [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        S* p = out.typed<S>();
+        for (std::size_t i = 0; i < rows; ++i)
+            if (const int128 j = int128(i) + k; j >= 0 && j < int128(cols))
+                p[i * cols + std::size_t(j)] = convert_value<S>(1);
+    });
+    return {c.add_literal(out)};
 }
 
 outputs build_constant(node_context& c) {

@@ -92,6 +92,10 @@ outputs build_hardmax(node_context& c) {
         axis = 1;
     }
     const dims& seen_lens = seen->get_shape().lens();
+    // The positions along the axis are a literal built here.
+    if (seen_lens[std::size_t(axis)] > (std::size_t{1} << 24))
+        c.unsupported("Hardmax over ", seen_lens[std::size_t(axis)],
+                      " positions (more than 2^24) is not supported");
     op::arg_reduce r;
     r.max = true;
     r.axis = axis;

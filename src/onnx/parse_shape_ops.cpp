@@ -392,8 +392,9 @@ outputs build_one_hot(node_context& c) {
     const auto depth_values = c.constant_doubles(1, "depth");
     if (depth_values.size() != 1) c.fail("depth must hold one value, got ", depth_values.size());
     const double depth_d = std::floor(depth_values.front());
-    if (!(depth_d >= 1 && depth_d <= double(max_tensor_elements)))
-        c.fail("depth ", depth_values.front(), " is not a positive length");
+    // The positions 0 .. depth - 1 are a literal built here: a vocabulary's worth at most.
+    if (!(depth_d >= 1 && depth_d <= double(std::size_t{1} << 24)))
+        c.fail("depth ", depth_values.front(), " is not a length from 1 to 2^24");
     const auto depth = std::int64_t(depth_d);
     const auto values = c.input(2);
     if (values->get_shape().elements() != 2)

@@ -18,6 +18,10 @@ for m in "$root"/tests/models/data/*/model.onnx "$root"/examples/*.onnx; do
   head -c $((size / 2)) "$m" >"$o/$name.half.onnx"
 done
 
+# Out-of-range attributes and operands of the importer's decompositions (OneHot, Hardmax,
+# EyeLike, Col2Im, QuantizeLinear, LRN, Upsample), written once with Python's onnx helper.
+cp "$root"/tests/fuzz/seeds/onnx_import/*.onnx "$o/"
+
 encode() { # name, text-format ModelProto on stdin
   protoc -I/usr/include --encode=onnx.ModelProto /usr/include/onnx/onnx.proto >"$o/$1.onnx"
 }
