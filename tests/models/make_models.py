@@ -377,6 +377,24 @@ def col2im_fold(rng):
     write("col2im_fold", model, {"x": x})
 
 
+def grid_sample(rng):
+    # RT-DETR's deformable attention samples with GridSample (bilinear, zeros, align_corners=0);
+    # the second output takes nearest positions clamped to the border with corners aligned.
+    # The grid reaches past the image on every side.
+    x = rand(rng, (2, 3, 5, 6))
+    grid = rng.uniform(-1.3, 1.3, (2, 4, 7, 2)).astype(np.float32)
+    nodes = [
+        helper.make_node("GridSample", ["x", "grid"], ["y"], mode="bilinear",
+                         padding_mode="zeros", align_corners=0),
+        helper.make_node("GridSample", ["x", "grid"], ["z"], mode="nearest",
+                         padding_mode="border", align_corners=1),
+    ]
+    model = build("grid_sample", nodes, {"x": x, "grid": grid},
+                  {"y": (TensorProto.FLOAT, [2, 3, 4, 7]), "z": (TensorProto.FLOAT, [2, 3, 4, 7])},
+                  [])
+    write("grid_sample", model, {"x": x, "grid": grid})
+
+
 def main():
     rng = np.random.default_rng(7)
     conv_add_relu_transpose_reshape(rng)
@@ -394,6 +412,7 @@ def main():
     # Their own seeds: the models above keep their data.
     qdq_conv_gemm(np.random.default_rng(11))
     col2im_fold(np.random.default_rng(13))
+    grid_sample(np.random.default_rng(17))
 
 
 if __name__ == "__main__":
