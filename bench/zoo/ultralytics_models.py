@@ -11,12 +11,15 @@ scores that random weights make nearly equal, so rows with scores a few 1e-6 apa
 in another order: the script also compares the rows sorted, which is what a user's NMS-free
 consumer sees.
 """
-import argparse
 import glob
 import os
 import subprocess
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unseen_models  # noqa: E402  (the same command line)
 
 NAMES = ["yolov8n", "yolo11n", "yolov8n-seg", "yolov8n-pose", "yolov10n", "rtdetr-l"]
 
@@ -26,16 +29,10 @@ def rel_rms(got, want):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("work")
-    ap.add_argument("names", nargs="*")
-    ap.add_argument("--conflux", default="build/bin/conflux")
-    args = ap.parse_args()
+    args = unseen_models.parse_args(__doc__)
     import onnxruntime as ort
     import torch
     from ultralytics.nn.tasks import DetectionModel, PoseModel, RTDETRDetectionModel, SegmentationModel
-    torch.manual_seed(0)
-    os.makedirs(args.work, exist_ok=True)
     conflux = os.path.abspath(args.conflux)
     for name in args.names or NAMES:
         cls = (RTDETRDetectionModel if name.startswith("rtdetr") else

@@ -233,16 +233,23 @@ def run(cmd, timeout=900):
     return p.returncode, (p.stdout + p.stderr).strip().splitlines() or [""]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(doc):
+    """WORKDIR [NAME ...] --conflux BIN, the work directory made; torch seeded."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("work")
     ap.add_argument("names", nargs="*")
     ap.add_argument("--conflux", default="build/bin/conflux")
     args = ap.parse_args()
-    import onnxruntime as ort
     import torch
     torch.manual_seed(0)
     os.makedirs(args.work, exist_ok=True)
+    return args
+
+
+def main():
+    args = parse_args(__doc__)
+    import onnxruntime as ort
+    import torch
     table = models()
     failures = 0
     for name in args.names or list(table):
