@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call that decides whether a depthwise kernel change lands: the A/B of several
-# conflux binaries on the depthwise layers (bench/depthwise_configs_ab.sh's layers and configs,
-# round 1 of all, then round 2 when time is left), the generator harness's depthwise cases and
+# conflux binaries on the depthwise layers (bench/depthwise_configs_ab.sh, round 1 of all, then
+# round 2 when time is left), the generator harness's depthwise cases and
 # the zoo's models (cuda vs onnxruntime) with the pack's binaries, and the repo models plus the
 # ONNX tests of the importer's newer ops on the CUDA target. Here: `scripts/gpu_suite.sh pack`
 # on the branch to land, the other binaries (stripped) under .gpu/ab/NAME/conflux, packed as
@@ -19,17 +19,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader |
 echo "pack $(cat .gpu/COMMIT)" | tee -a "$F/device.txt"
 export CONFLUX_KERNEL_CACHE=/tmp/conflux-kernels
 start=$SECONDS
-layers=32x56x56x96k7s1,32x14x14x384k7s1,32x112x112x32k3s1,32x28x28x240k5s1,32x56x56x144k3s1
-configs=dw_mma_c16_r8_w64_t256_p,dw_mma_c16_r16_w32_t256_p,dw_mma_c16_r16_w16_t256_p
 bins=()
 for name in "$@"; do bins+=(".gpu/ab/$name/conflux"); done
 bins+=(.gpu/bin/conflux)
-round() {
-    for b in "${bins[@]}"; do
-        echo "== $b, round $1" >>"$F/ab.txt"
-        timeout 80 python3 bench/depthwise_configs.py "$b" --configs $configs --layers $layers \
-            >>"$F/ab.txt" 2>&1
-    done
+round() { # bench/depthwise_configs_ab.sh's layers and configs, one round of every binary
+    DW_ROUNDS=$1 timeout $((80 * ${#bins[@]})) bench/depthwise_configs_ab.sh "${bins[@]}" \
+        >>"$F/ab.txt" 2>&1
     echo "ab round $1 done after $((SECONDS - start)) s" | tee -a "$F/ab.txt"
 }
 round 1

@@ -4,6 +4,7 @@
 #include "conflux/ops/views.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 namespace conflux::onnx {
@@ -105,6 +106,14 @@ instruction_ref node_context::add_literal(argument value) {
 
 instruction_ref node_context::scalar(dtype t, double value) {
     return add_literal(from_vector<double>(t, {}, std::vector<double>{value}));
+}
+
+instruction_ref node_context::positions_along(std::size_t axis, std::size_t rank, std::size_t len) {
+    dims lens(rank, 1);
+    lens[axis] = len;
+    std::vector<std::int64_t> positions(len);
+    std::iota(positions.begin(), positions.end(), std::int64_t{0});
+    return add_literal(from_vector(dtype::i64, lens, positions));
 }
 
 instruction_ref node_context::broadcast_to(instruction_ref x, const dims& lens) {

@@ -104,6 +104,9 @@ public:
     instruction_ref add_literal(argument value);
     // A scalar (rank 0) literal of type t.
     instruction_ref scalar(dtype t, double value);
+    // The i64 literal 0 .. len - 1 along `axis` of a rank-`rank` tensor whose other axes are 1,
+    // to compare indices with (OneHot, Hardmax). Callers bound len: it is built here.
+    instruction_ref positions_along(std::size_t axis, std::size_t rank, std::size_t len);
 
     // A broadcast view when x's lens differ from `lens`.
     instruction_ref broadcast_to(instruction_ref x, const dims& lens);

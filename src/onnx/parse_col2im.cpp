@@ -29,6 +29,15 @@ instruction_ref spread(node_context& c, instruction_ref x, std::size_t axis, std
     return c.add(op::reshape{merged}, {c.add(p, {widened})});
 }
 
+// x[..., starts[k] .. ends[k] on spatial axis 2 + k, ...].
+instruction_ref spatial_slice(node_context& c, instruction_ref x, std::vector<std::int64_t> starts,
+                              std::vector<std::int64_t> ends) {
+    std::vector<std::int64_t> axes(starts.size());
+    for (std::size_t k = 0; k < axes.size(); ++k)
+        axes[k] = std::int64_t(2 + k);
+    return c.add(op::slice{axes, std::move(starts), std::move(ends), {}}, {x});
+}
+
 outputs build_col2im(node_context& c) {
     auto x = c.input(0);
     const dims& xl = x->get_shape().lens();
@@ -88,44 +97,34 @@ outputs build_col2im(node_context& c) {
             offset[k] = std::int64_t(rest % std::size_t(block[k]));
             rest /= std::size_t(block[k]);
         }
-        std::vector<std::int64_t> axes, starts, ends;
-        for (std::size_t k = 0; k < n; ++k) {
-            axes.push_back(std::int64_t(2 + k));
-            starts.push_back(offset[k]);
-            ends.push_back(offset[k] + 1);
-        }
-        auto slab =
-            c.add(op::reshape{slab_lens}, {c.add(op::slice{axes, starts, ends, {}}, {columns})});
+        std::vector<std::int64_t> next(n);
+        for (std::size_t k = 0; k < n; ++k)
+            next[k] = offset[k] + 1;
+        auto slab = c.add(op::reshape{slab_lens}, {spatial_slice(c, columns, offset, next)});
         op::pad place;
         place.pads.assign(2 * (n + 2), 0);
-        std::vector<std::int64_t> crop_axes, crop_ends;
+        std::vector<std::int64_t> keep(n);
+        bool cropped = false;
         for (std::size_t k = 0; k < n; ++k) {
             slab = spread(c, slab, 2 + k, std::size_t(strides[k]));
             const std::int64_t begin = offset[k] * dilations[k];
             const std::int64_t len = std::int64_t(counts[k]) * strides[k];
             // The spread's trailing zeros may reach past the padded image: only zeros are cut.
-            const std::int64_t keep = std::min(len, std::int64_t(padded[k]) - begin);
-            if (keep < len) {
-                crop_axes.push_back(std::int64_t(2 + k));
-                crop_ends.push_back(keep);
-            }
+            keep[k] = std::min(len, std::int64_t(padded[k]) - begin);
+            cropped = cropped || keep[k] < len;
             place.pads[2 + k] = begin;
-            place.pads[n + 2 + 2 + k] = std::int64_t(padded[k]) - begin - keep;
+            place.pads[n + 2 + 2 + k] = std::int64_t(padded[k]) - begin - keep[k];
         }
-        if (!crop_axes.empty())
-            slab = c.add(
-                op::slice{crop_axes, std::vector<std::int64_t>(crop_axes.size(), 0), crop_ends, {}},
-                {slab});
+        if (cropped) slab = spatial_slice(c, slab, std::vector<std::int64_t>(n, 0), keep);
         auto placed = c.add(place, {slab});
         sum = sum == nullptr ? placed : c.elementwise(K::add, {sum, placed});
     }
-    std::vector<std::int64_t> axes, starts, ends;
+    std::vector<std::int64_t> starts(n), ends(n);
     for (std::size_t k = 0; k < n; ++k) {
-        axes.push_back(std::int64_t(2 + k));
-        starts.push_back(pads[k]);
-        ends.push_back(pads[k] + image[k]);
+        starts[k] = pads[k];
+        ends[k] = pads[k] + image[k];
     }
-    return {c.add(op::slice{axes, starts, ends, {}}, {sum})};
+    return {spatial_slice(c, sum, starts, ends)};
 }
 
 } // namespace

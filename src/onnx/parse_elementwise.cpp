@@ -235,8 +235,6 @@ void add_elementwise_ops(op_table& t) {
                       return {c.add(op::make_elementwise(K::isinf, pos, neg), {c.input(0)})};
                   }};
     t["Gelu"] = {1, 1, [](node_context& c) -> outputs { return {build_gelu(c)}; }};
-    // Mish (opset 18; YOLOv4's and some timm models' activation): x * tanh(softplus(x)), softplus
-    // written so that e^x does not overflow.
     // Shrink: x + bias below -lambd, x - bias above lambd, 0 between.
     t["Shrink"] = {
         1, 1, [](node_context& c) -> outputs {
@@ -244,14 +242,15 @@ void add_elementwise_ops(op_table& t) {
             const dtype type = x->get_shape().type();
             const double bias = c.attr_float("bias", 0.0f);
             const double lambd = c.attr_float("lambd", 0.5f);
+            auto b = c.scalar(type, bias);
             auto above = c.elementwise(K::greater, {x, c.scalar(type, lambd)});
             auto below = c.elementwise(K::less, {x, c.scalar(type, -lambd)});
             auto inner =
-                c.elementwise(K::where, {above, c.elementwise(K::sub, {x, c.scalar(type, bias)}),
-                                         c.scalar(type, 0)});
-            return {c.elementwise(
-                K::where, {below, c.elementwise(K::add, {x, c.scalar(type, bias)}), inner})};
+                c.elementwise(K::where, {above, c.elementwise(K::sub, {x, b}), c.scalar(type, 0)});
+            return {c.elementwise(K::where, {below, c.elementwise(K::add, {x, b}), inner})};
         }};
+    // Mish (opset 18; YOLOv4's and some timm models' activation): x * tanh(softplus(x)), softplus
+    // written so that e^x does not overflow.
     t["Mish"] = {1, 1, [](node_context& c) -> outputs {
                      auto x = c.input(0);
                      auto softplus = c.add(op::make_elementwise(K::softplus), {x});

@@ -75,16 +75,12 @@ outputs build_grid_sample(node_context& c) {
     auto unnormalise = [&](std::int64_t component, double len) {
         auto v = c.add(op::reshape{{gl[0], 1, positions}},
                        {c.add(op::slice{{3}, {component}, {component + 1}, {}}, {g})});
-        auto one = s.f32(1);
-        auto pixels =
-            align ? c.elementwise(K::mul, {c.elementwise(K::add, {v, one}), s.f32((len - 1) / 2)})
-                  : c.elementwise(
-                        K::div,
-                        {c.elementwise(
-                             K::sub,
-                             {c.elementwise(K::mul, {c.elementwise(K::add, {v, one}), s.f32(len)}),
-                              one}),
-                         s.f32(2)});
+        // PyTorch's order: (v + 1) * (len - 1) / 2 aligned, ((v + 1) * len - 1) / 2 not.
+        auto shifted = c.elementwise(K::add, {v, s.f32(1)});
+        auto pixels = align ? c.elementwise(K::mul, {shifted, s.f32((len - 1) / 2)})
+                            : c.elementwise(K::mul, {shifted, s.f32(len)});
+        if (!align)
+            pixels = c.elementwise(K::div, {c.elementwise(K::sub, {pixels, s.f32(1)}), s.f32(2)});
         pixels = c.elementwise(K::where, {c.elementwise(K::isnan, {pixels}), s.f32(-2), pixels});
         if (padding == "border")
             pixels = c.elementwise(K::clip, {pixels, s.f32(0), s.f32(len - 1)});

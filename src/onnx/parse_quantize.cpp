@@ -9,8 +9,6 @@
 
 #include "conflux/ops/views.hpp"
 
-#include <limits>
-
 namespace conflux::onnx {
 
 namespace {

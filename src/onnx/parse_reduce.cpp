@@ -101,12 +101,9 @@ outputs build_hardmax(node_context& c) {
     r.axis = axis;
     r.keepdims = true;
     auto first = c.add(r, {seen});
-    dims positions_lens(seen_lens.size(), 1);
-    positions_lens[std::size_t(axis)] = seen_lens[std::size_t(axis)];
-    std::vector<std::int64_t> positions(seen_lens[std::size_t(axis)]);
-    std::iota(positions.begin(), positions.end(), std::int64_t{0});
-    auto hit = c.elementwise(
-        K::equal, {first, c.add_literal(from_vector(dtype::i64, positions_lens, positions))});
+    auto hit =
+        c.elementwise(K::equal, {first, c.positions_along(std::size_t(axis), seen_lens.size(),
+                                                          seen_lens[std::size_t(axis)])});
     const dtype type = x->get_shape().type();
     auto y = c.elementwise(K::where, {hit, c.scalar(type, 1), c.scalar(type, 0)});
     return {coerced ? c.add(op::reshape{lens}, {y}) : y};

@@ -58,6 +58,15 @@ std::vector<T> spread(const std::vector<T>& values, const std::vector<std::int64
     return all;
 }
 
+// Axis d's length after scaling by s (a positive number): floor(len * s), bounded.
+std::size_t scaled_length(node_context& c, std::size_t len, double s, std::size_t d) {
+    const double scaled = std::floor(double(len) * s);
+    if (scaled > double(max_tensor_elements))
+        c.fail("scale ", s, " makes axis ", d, " of length ", len, " longer than ",
+               max_tensor_elements_text);
+    return std::size_t(scaled);
+}
+
 outputs build_resize(node_context& c) {
     if (c.opset() < 11) c.unsupported("Resize before opset 11 is not supported");
     auto x = c.input(0);
@@ -104,12 +113,8 @@ outputs build_resize(node_context& c) {
             const double s = scales[i];
             if (!(std::isfinite(s) && s > 0))
                 c.fail("scale ", s, " of axis ", d, " is not a positive number");
-            const double len = std::floor(double(in[d]) * s);
-            if (len > double(max_tensor_elements))
-                c.fail("scale ", s, " makes axis ", d, " of length ", in[d], " longer than ",
-                       max_tensor_elements_text);
             r.scales[d] = s;
-            r.out_lens[d] = std::size_t(len);
+            r.out_lens[d] = scaled_length(c, in[d], s, d);
         }
     } else {
         auto sizes = c.constant_ints(3, "sizes");
@@ -178,11 +183,7 @@ outputs build_upsample(node_context& c) {
         const double s = scales[d];
         if (!(std::isfinite(s) && s >= 1))
             c.fail("scale ", s, " of axis ", d, " is not a number of at least 1");
-        const double len = std::floor(double(in[d]) * s);
-        if (len > double(max_tensor_elements))
-            c.fail("scale ", s, " makes axis ", d, " of length ", in[d], " longer than ",
-                   max_tensor_elements_text);
-        r.out_lens[d] = std::size_t(len);
+        r.out_lens[d] = scaled_length(c, in[d], s, d);
     }
     return {c.add(r, {x})};
 }

@@ -406,13 +406,7 @@ outputs build_one_hot(node_context& c) {
     idx = c.elementwise(K::where, {c.elementwise(K::less, {idx, c.scalar(dtype::i64, 0)}),
                                    c.elementwise(K::add, {idx, depth_i}), idx});
     idx = c.add(op::unsqueeze{{std::int64_t(axis)}}, {idx});
-    dims positions_lens(rank, 1);
-    positions_lens[axis] = std::size_t(depth);
-    std::vector<std::int64_t> positions(static_cast<std::size_t>(depth));
-    for (std::size_t i = 0; i < positions.size(); ++i)
-        positions[i] = std::int64_t(i);
-    auto hit = c.elementwise(
-        K::equal, {idx, c.add_literal(from_vector(dtype::i64, positions_lens, positions))});
+    auto hit = c.elementwise(K::equal, {idx, c.positions_along(axis, rank, std::size_t(depth))});
     auto flat = c.add(op::reshape{{2}}, {values});
     auto off = c.add(op::slice{{0}, {0}, {1}, {}}, {flat});
     auto on = c.add(op::slice{{0}, {1}, {2}, {}}, {flat});
