@@ -188,7 +188,7 @@ def models():
             vocab_size=1000, use_cache=False, num_key_value_heads=1, head_dim=64, pad_token_id=0,
             **small)), tokens, True),
         # the fourth batch (2026-12-07)
-        "hf_fnet": (lambda: t.FNetModel(t.FNetConfig(vocab_size=1000, **small)), tokens, False),
+        "hf_fnet": (lambda: t.FNetModel(t.FNetConfig(vocab_size=1000, **small)), tokens, True),
         "hf_xlnet": (lambda: t.XLNetModel(t.XLNetConfig(vocab_size=1000, d_model=256, n_layer=2,
                                                         n_head=4, d_inner=512)), tokens, False),
         "hf_dinov2": (lambda: t.Dinov2Model(t.Dinov2Config(image_size=64, patch_size=16,

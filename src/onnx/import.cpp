@@ -364,6 +364,7 @@ const op_table& onnx_op_table() {
         add_resize_ops(t);
         add_quantize_ops(t);
         add_col2im_ops(t);
+        add_dft_ops(t);
         add_grid_sample_ops(t);
         return t;
     }();

@@ -162,6 +162,7 @@ void add_reduce_ops(op_table& t);
 void add_resize_ops(op_table& t);
 void add_quantize_ops(op_table& t);
 void add_col2im_ops(op_table& t);
+void add_dft_ops(op_table& t);
 void add_grid_sample_ops(op_table& t);
 
 const op_table& onnx_op_table();

@@ -51,13 +51,15 @@ def build(name, nodes, inputs, outputs, initializers, opset=OPSET, check=True):
     return model
 
 
-def write(name, model, inputs, npy=False):
+def write(name, model, inputs, npy=False, check=None):
+    """check: where given, a test of onnxruntime's outputs against values computed otherwise."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options,
                                    providers=["CPUExecutionProvider"])
     output_names = [o.name for o in session.get_outputs()]
     results = session.run(output_names, inputs)
+    assert check is None or check(results), f"{name}: onnxruntime disagrees with the check"
 
     directory = os.path.join(DATA, name)
     shutil.rmtree(directory, ignore_errors=True)
@@ -395,6 +397,29 @@ def grid_sample(rng):
     write("grid_sample", model, {"x": x, "grid": grid})
 
 
+def dft_mix(rng):
+    # FNet's torch.fft.fftn exports to DFT. Here opset 20's form: a one-sided transform of a real
+    # signal zero-padded to dft_length 10 along the axis input -2, then an inverse transform of
+    # that complex result along axis 1 cut to dft_length 4, then an add so the result goes on
+    # through a kernel. numpy's FFT checks onnxruntime's values before they are written.
+    x = rand(rng, (2, 5, 8, 1))
+    nodes = [
+        helper.make_node("DFT", ["x", "ten", "minus_two"], ["f"], onesided=1),
+        helper.make_node("DFT", ["f", "four", "one"], ["g"], inverse=1),
+        helper.make_node("Add", ["g", "b"], ["y"]),
+    ]
+    b = rand(rng, (1, 1, 6, 2), 0.5)
+    inits = [const("ten", np.array(10, np.int64)), const("minus_two", np.array(-2, np.int64)),
+             const("four", np.array(4, np.int64)), const("one", np.array(1, np.int64)),
+             const("b", b)]
+    model = build("dft_mix", nodes, {"x": x}, {"y": (TensorProto.FLOAT, [2, 4, 6, 2])}, inits,
+                  opset=20)
+    f = np.fft.rfft(x[..., 0], n=10, axis=2)
+    g = np.fft.ifft(f, n=4, axis=1)
+    expected = np.stack([g.real, g.imag], axis=-1) + b
+    write("dft_mix", model, {"x": x}, check=lambda y: np.allclose(y[0], expected, atol=1e-5))
+
+
 def main():
     rng = np.random.default_rng(7)
     conv_add_relu_transpose_reshape(rng)
@@ -413,6 +438,7 @@ def main():
     qdq_conv_gemm(np.random.default_rng(11))
     col2im_fold(np.random.default_rng(13))
     grid_sample(np.random.default_rng(17))
+    dft_mix(np.random.default_rng(19))
 
 
 if __name__ == "__main__":
