@@ -37,7 +37,7 @@ echo "zoo conformance rc=$? after $((SECONDS - start)) s" | tee -a "$F/zoo_confo
 tail -4 "$F/zoo_conformance.txt"
 D=/tmp/onnx-testdata && mkdir -p $D && tar xJf .gpu/testdata.txz -C $D
 new_ops=$(ls -d $D/node/test_eyelike* $D/node/test_upsample* $D/node/test_lrn* $D/node/test_onehot* \
-    $D/node/test_hardmax* $D/node/test_shrink* $D/node/test_gridsample* $D/node/test_mvn* $D/node/test_*quantizelinear*)
+    $D/node/test_hardmax* $D/node/test_shrink* $D/node/test_gridsample* $D/node/test_mvn* $D/node/test_*quantizelinear* $D/node/test_dft*)
 timeout -s KILL 120 .gpu/bin/onnx_conformance --target cuda tests/models/data $new_ops \
     >"$F/new_ops_cuda.txt" 2>&1
 echo "repo models + newer ops, cuda: rc=$? after $((SECONDS - start)) s" | tee -a "$F/new_ops_cuda.txt"
