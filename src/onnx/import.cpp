@@ -195,7 +195,8 @@ private:
 
     // Every op type the importer has no entry for, in one message: a model that needs several
     // would otherwise be reported one op per attempt.
-    void check_supported_ops() {
+    void check_supported_ops() { check_supported_ops(graph_); }
+    void check_supported_ops(const ::onnx::GraphProto& graph) {
         struct unsupported {
             std::string first_node, domain;
             std::int64_t opset = 0;
@@ -203,10 +204,11 @@ private:
         };
         std::vector<std::string> order;
         std::map<std::string, unsupported> found; // by domain and op type
-        for (int i = 0; i < graph_.node_size(); ++i) {
-            const auto& node = graph_.node(i);
+        for (int i = 0; i < graph.node_size(); ++i) {
+            const auto& node = graph.node(i);
             const bool default_domain = is_default_domain(node);
-            if (default_domain && onnx_op_table().count(node.op_type()) != 0) continue;
+            if (default_domain && (onnx_op_table().count(node.op_type()) != 0 || is_if(node)))
+                continue;
             const std::string key = node.domain() + "\n" + node.op_type();
             auto [it, inserted] = found.try_emplace(key);
             if (inserted) {
@@ -238,6 +240,9 @@ private:
     static bool is_default_domain(const ::onnx::NodeProto& node) {
         return node.domain().empty() || node.domain() == "ai.onnx";
     }
+    static bool is_if(const ::onnx::NodeProto& node) {
+        return is_default_domain(node) && node.op_type() == "If";
+    }
 
     void add_node(const ::onnx::NodeProto& node, std::size_t index) {
         const auto& table = onnx_op_table();
@@ -245,6 +250,7 @@ private:
         const std::int64_t opset =
             default_domain ? opset_ : domain_opset(model_, node.domain(), opset_);
         node_context probe(node, index, opset, main(), {});
+        if (is_if(node)) return add_if(node, index, probe);
         auto it = default_domain ? table.find(node.op_type()) : table.end();
         // check_supported_ops has reported every op type the table lacks before any node.
         CONFLUX_ASSERT(it != table.end(), "no importer entry for ", node.op_type());
@@ -295,6 +301,67 @@ private:
         }
     }
 
+    // An If whose condition is known at import (TorchScript exports test shapes this way, as
+    // in Hugging Face's VitDet) is its taken branch's nodes, added in place; the other branch
+    // is never read. A condition computed from the inputs' values is unsupported: the program
+    // has no control flow.
+    void add_if(const ::onnx::NodeProto& node, std::size_t index, const node_context& probe) {
+        check_unique_attributes(node, probe);
+        check_new_outputs(node, probe);
+        if (node.input_size() != 1 || node.input(0).empty())
+            probe.fail("expects 1 input (the condition), got ", node.input_size());
+        auto v = values_.find(node.input(0));
+        if (v == values_.end())
+            probe.fail("input '", node.input(0),
+                       "' is not defined (no initializer, graph input "
+                       "or earlier node output has that name)");
+        auto cond = constant_value(v->second);
+        if (!cond)
+            probe.unsupported("the condition '", node.input(0),
+                              "' depends on the model's "
+                              "inputs (only conditions known at import, such as tests of "
+                              "shapes, are supported)");
+        if (cond->get_shape().elements() != 1)
+            probe.fail("the condition must hold one value, got ", to_string(cond->get_shape()));
+        const bool taken = to_vector<double>(*cond).front() != 0;
+        const char* const name = taken ? "then_branch" : "else_branch";
+        const ::onnx::GraphProto* branch = nullptr;
+        for (const auto& a : node.attribute())
+            if (a.name() == name && a.type() == ::onnx::AttributeProto::GRAPH) branch = &a.g();
+        if (branch == nullptr) probe.fail("attribute '", name, "' (a graph) is missing");
+        if (branch->input_size() != 0)
+            probe.fail(name, " takes ", branch->input_size(),
+                       " inputs; an If's branches take none");
+        if (branch->output_size() != node.output_size())
+            probe.fail(name, " has ", branch->output_size(), " outputs, the node ",
+                       node.output_size());
+        if (++if_depth_ > max_if_depth)
+            probe.unsupported("Ifs nested more than ", max_if_depth, " deep");
+        check_supported_ops(*branch);
+        for (const auto& t : branch->initializer()) {
+            CONFLUX_USER_CHECK(!t.name().empty(), what_, ": an initializer of ", name, " in node '",
+                               probe.node_name(), "' has no name");
+            if (producers_.count(t.name()) != 0)
+                probe.fail(name, "'s initializer '", t.name(), "' is already defined by ",
+                           producers_.at(t.name()));
+            values_[t.name()] = main().add_literal(to_argument(t, &external_));
+            producers_[t.name()] =
+                detail::concat("an initializer of node '", probe.node_name(), "'");
+        }
+        for (const auto& inner : branch->node())
+            add_node(inner, index);
+        --if_depth_;
+        for (int i = 0; i < node.output_size(); ++i) {
+            const auto& out = branch->output(i).name();
+            auto r = values_.find(out);
+            if (r == values_.end())
+                probe.fail(name, "'s output '", out, "' is not computed by any node");
+            if (node.output(i).empty()) continue;
+            values_[node.output(i)] = r->second;
+            producers_[node.output(i)] = detail::concat("node '", probe.node_name(), "' (If)");
+        }
+    }
+
     // Attribute lookup takes the first of a name; a second one would be ignored silently.
     static void check_unique_attributes(const ::onnx::NodeProto& node, const node_context& ctx) {
         std::set<std::string> names;
@@ -335,6 +402,9 @@ private:
     const import_options& options_;
     const std::string& what_;
     std::int64_t opset_ = 0;
+    // Protobuf's own nesting limit bounds this too; the message is clearer.
+    static constexpr int max_if_depth = 16;
+    int if_depth_ = 0;
     external_data external_;
     program prog_;
     std::unordered_map<std::string, instruction_ref> values_;

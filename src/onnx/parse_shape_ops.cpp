@@ -227,8 +227,23 @@ outputs build_pad(node_context& c) {
         }
     }
     if (pads.size() != 2 * rank) c.fail("pads needs ", 2 * rank, " values, got ", pads.size());
-    for (auto v : pads)
-        if (v < 0) c.unsupported("negative pads (cropping) are not supported");
+    // Negative pads crop (RWKV's time shift pads one step in front and crops one at the end):
+    // the positive pads are applied, then the crops are one slice of the padded tensor.
+    const auto given = pads;
+    std::vector<std::int64_t> crop_axes, crop_front, crop_back;
+    for (std::size_t d = 0; d < rank; ++d) {
+        if (pads[d] >= 0 && pads[rank + d] >= 0) continue;
+        if (pads[d] < -std::int64_t(max_tensor_elements) ||
+            pads[rank + d] < -std::int64_t(max_tensor_elements))
+            c.fail("pads ", pads[d], " and ", pads[rank + d], " of axis ", d, " are out of range");
+        crop_axes.push_back(std::int64_t(d));
+        crop_front.push_back(std::max<std::int64_t>(-pads[d], 0));
+        crop_back.push_back(std::max<std::int64_t>(-pads[rank + d], 0));
+        pads[d] = std::max<std::int64_t>(pads[d], 0);
+        pads[rank + d] = std::max<std::int64_t>(pads[rank + d], 0);
+    }
+    if (!crop_axes.empty() && p.mode != op::pad_mode::constant)
+        c.unsupported("negative pads (cropping) in mode '", mode_name, "'");
     for (std::size_t d = 0; d < rank; ++d) {
         auto grown = add_size(x->get_shape().lens()[d], checked_dim(pads[d], "pads"));
         if (grown) grown = add_size(*grown, checked_dim(pads[rank + d], "pads"));
@@ -236,9 +251,22 @@ outputs build_pad(node_context& c) {
             c.fail("pads ", pads[d], " and ", pads[rank + d], " make axis ", d, " of length ",
                    x->get_shape().lens()[d], " longer than ", max_tensor_elements_text);
     }
-    if (std::all_of(pads.begin(), pads.end(), [](auto v) { return v == 0; })) return {x};
-    p.pads = pads;
-    return {c.add(p, {x})};
+    auto padded = x;
+    if (std::any_of(pads.begin(), pads.end(), [](auto v) { return v != 0; })) {
+        p.pads = pads;
+        padded = c.add(p, {x});
+    }
+    if (crop_axes.empty()) return {padded};
+    std::vector<std::int64_t> ends;
+    for (std::size_t i = 0; i < crop_axes.size(); ++i) {
+        const auto d = std::size_t(crop_axes[i]);
+        const auto len = std::int64_t(padded->get_shape().lens()[d]);
+        if (crop_front[i] >= len || crop_back[i] >= len - crop_front[i])
+            c.fail("pads ", given[d], " and ", given[rank + d], " crop all of axis ", d,
+                   " of padded length ", len);
+        ends.push_back(len - crop_back[i]);
+    }
+    return {c.add(op::slice{crop_axes, crop_front, ends, {}}, {padded})};
 }
 
 // Constant indices are checked here, naming the node: out of range, the reference would

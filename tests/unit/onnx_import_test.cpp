@@ -559,6 +559,112 @@ TEST(onnx_import, split_and_tile_and_pad) {
     expect_near(to_vector<float>(out[1]), {0, 2, 3, 0, 5, 6});
 }
 
+// RWKV's time shift: one step padded in front, one cropped at the end.
+TEST(onnx_import, negative_pads_crop) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.initializer_i64("pads", {4}, {-1, 1, 0, -2});
+    b.initializer("v", {}, {9});
+    b.node("Pad", {"x", "pads", "v"}, {"y"});
+    b.output("y");
+    auto out = ref::evaluate(b.import(), {{"x", f32({2, 3}, {1, 2, 3, 4, 5, 6})}});
+    ASSERT_EQ(out.size(), 1u);
+    // Row 0 cropped; one column padded in front, two cropped at the end.
+    EXPECT_EQ(out[0].get_shape().lens(), (dims{1, 2}));
+    expect_near(to_vector<float>(out[0]), {9, 4});
+}
+
+TEST(onnx_import, negative_pads_that_crop_everything_are_an_error) {
+    for (const auto& [pads, mode, expected] :
+         std::vector<std::tuple<std::vector<std::int64_t>, std::string, std::string>>{
+             {{-1, 0, -1, 0}, "constant", "pads -1 and -1 crop all of axis 0 of padded length 2"},
+             {{0, -4, 0, 0}, "constant", "pads -4 and 0 crop all of axis 1 of padded length 3"},
+             {{0, -1, 0, 0}, "reflect", "negative pads (cropping) in mode 'reflect'"}}) {
+        model_builder b;
+        b.input("x", TensorProto::FLOAT, {2, 3});
+        b.initializer_i64("pads", {4}, pads);
+        set_string(b.node("Pad", {"x", "pads"}, {"y"}, "p"), "mode", mode);
+        b.output("y");
+        const auto msg = import_error(b);
+        EXPECT_NE(msg.find("node 'p'"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(expected), std::string::npos) << msg;
+    }
+}
+
+namespace {
+
+// A one-node graph for an If's branch, reading `inputs` from the outer graph.
+void set_branch(::onnx::NodeProto* if_node, const std::string& attr, const std::string& op,
+                const std::vector<std::string>& inputs, const std::string& output) {
+    auto* a = if_node->add_attribute();
+    a->set_name(attr);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    auto* g = a->mutable_g();
+    g->set_name(attr);
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    for (const auto& i : inputs)
+        n->add_input(i);
+    n->add_output(output);
+    g->add_output()->set_name(output);
+}
+
+// x f32[2, 3]; If(shape(x)[1] > `bound`) then x * 2 else -x.
+model_builder if_on_shape(std::int64_t bound) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.initializer_i64("one", {}, {1});
+    b.initializer_i64("bound", {}, {bound});
+    b.initializer("two", {}, {2});
+    b.node("Shape", {"x"}, {"s"});
+    b.node("Gather", {"s", "one"}, {"d"});
+    b.node("Greater", {"d", "bound"}, {"cond"});
+    auto* n = b.node("If", {"cond"}, {"y"}, "if");
+    set_branch(n, "then_branch", "Mul", {"x", "two"}, "doubled");
+    set_branch(n, "else_branch", "Neg", {"x"}, "negated");
+    b.output("y");
+    return b;
+}
+
+} // namespace
+
+// TorchScript exports test shapes with If; the shapes are static, so the condition is known.
+TEST(onnx_import, if_on_a_shape_takes_its_branch_at_import) {
+    const auto x = f32({2, 3}, {1, -2, 3, -4, 5, -6});
+    auto taken = ref::evaluate(if_on_shape(2).import(), {{"x", x}});
+    ASSERT_EQ(taken.size(), 1u);
+    expect_near(to_vector<float>(taken[0]), {2, -4, 6, -8, 10, -12});
+    auto other = ref::evaluate(if_on_shape(3).import(), {{"x", x}});
+    ASSERT_EQ(other.size(), 1u);
+    expect_near(to_vector<float>(other[0]), {-1, 2, -3, 4, -5, 6});
+}
+
+TEST(onnx_import, if_on_a_value_is_unsupported_with_the_reason) {
+    model_builder b;
+    b.input("x", TensorProto::FLOAT, {2, 3});
+    b.input("c", TensorProto::BOOL, {});
+    auto* n = b.node("If", {"c"}, {"y"}, "if");
+    set_branch(n, "then_branch", "Relu", {"x"}, "r");
+    set_branch(n, "else_branch", "Neg", {"x"}, "q");
+    b.output("y");
+    EXPECT_EQ(import_error(b), "unsupported operator 'If' (node 'if', domain '', opset 17): the "
+                               "condition 'c' depends on the model's inputs (only conditions "
+                               "known at import, such as tests of shapes, are supported)");
+}
+
+TEST(onnx_import, if_branch_with_an_unsupported_op_or_wrong_outputs_is_an_error) {
+    auto b = if_on_shape(2);
+    b.graph->mutable_node(3)->mutable_attribute(0)->mutable_g()->mutable_node(0)->set_op_type(
+        "Frobnicate");
+    auto msg = import_error(b);
+    EXPECT_NE(msg.find("unsupported operator 'Frobnicate'"), std::string::npos) << msg;
+    auto c = if_on_shape(2);
+    c.graph->mutable_node(3)->add_output("extra");
+    msg = import_error(c);
+    EXPECT_NE(msg.find("node 'if'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("then_branch has 1 outputs, the node 2"), std::string::npos) << msg;
+}
+
 TEST(onnx_import, dropout_is_identity_with_true_mask) {
     model_builder b(13);
     b.input("x", TensorProto::FLOAT, {3});
