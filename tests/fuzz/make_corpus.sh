@@ -19,7 +19,7 @@ for m in "$root"/tests/models/data/*/model.onnx "$root"/examples/*.onnx; do
 done
 
 # Out-of-range attributes and operands of the importer's decompositions (OneHot, Hardmax,
-# EyeLike, Col2Im, QuantizeLinear, LRN, Upsample, DFT), written once with Python's onnx helper.
+# EyeLike, Col2Im, QuantizeLinear, LRN, Upsample, DFT) and Ifs on shapes, written once with Python's onnx helper.
 cp "$root"/tests/fuzz/seeds/onnx_import/*.onnx "$o/"
 
 encode() { # name, text-format ModelProto on stdin
