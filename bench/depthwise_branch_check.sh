@@ -8,7 +8,9 @@
 # .gpu/ab.txz; then run it with carry [".gpu"]:
 #   bench/depthwise_branch_check.sh NAME...   (the .gpu/ab names in A/B order; the pack's
 #                                             binary is timed last)
-# About 8 minutes. Logs under $OUT: device.txt, ab.txt, dw_harness.txt, zoo_conformance.txt,
+# About 9 minutes with two binaries (the harness alone compiles for about 6: 19 cases of 70-145
+# configs each; each binary's A/B round is about 45 s). Logs under $OUT: device.txt, ab.txt,
+# dw_harness.txt, zoo_conformance.txt,
 # new_ops_cuda.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -28,7 +30,7 @@ round() { # bench/depthwise_configs_ab.sh's layers and configs, one round of eve
     echo "ab round $1 done after $((SECONDS - start)) s" | tee -a "$F/ab.txt"
 }
 round 1
-timeout -s KILL 200 .gpu/bin/gpu_gemm_kernel_test check depthwise >"$F/dw_harness.txt" 2>&1
+timeout -s KILL 420 .gpu/bin/gpu_gemm_kernel_test check depthwise >"$F/dw_harness.txt" 2>&1
 echo "harness rc=$? after $((SECONDS - start)) s" | tee -a "$F/dw_harness.txt"
 grep -E "FAIL|gemm configs" "$F/dw_harness.txt" | tail -5
 timeout -s KILL 100 .gpu/bin/onnx_conformance --target cuda -j 8 --min-passed 56 tests/zoo/data \
