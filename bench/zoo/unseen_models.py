@@ -33,7 +33,10 @@ class FirstOutput:
             def forward(self, x):
                 o = self.m(x)
                 if isinstance(o, dict):
-                    return o["out"] if "out" in o else next(iter(o.values()))
+                    for field in ("out", "audio_values"):
+                        if field in o:
+                            return o[field]
+                    return next(iter(o.values()))
                 if isinstance(o, (tuple, list)):
                     return o[0]
                 for field in ("logits", "predicted_depth", "reconstruction", "last_hidden_state"):
@@ -266,6 +269,92 @@ def models():
         "hf_rwkv": (lambda: t.RwkvModel(t.RwkvConfig(
             vocab_size=1000, hidden_size=256, num_hidden_layers=2, attention_hidden_size=256,
             intermediate_size=512, context_length=16, use_cache=False)), tokens, False),
+        # the sixth batch (2026-12-07)
+        "hf_detr": (lambda: t.DetrForObjectDetection(t.DetrConfig(
+            use_timm_backbone=False, use_pretrained_backbone=False,
+            backbone_config=t.ResNetConfig(depths=[1, 1, 1, 1], hidden_sizes=[32, 64, 128, 256],
+                                           embedding_size=32, out_features=["stage4"]),
+            d_model=128, encoder_layers=1, decoder_layers=1, num_queries=10)),
+                    image(1, 3, 64, 64), False),
+        "hf_depth_anything": (lambda: t.DepthAnythingForDepthEstimation(t.DepthAnythingConfig(
+            backbone_config=t.Dinov2Config(image_size=56, patch_size=14, hidden_size=64,
+                                           num_hidden_layers=4, num_attention_heads=2,
+                                           out_indices=[1, 2, 3, 4], reshape_hidden_states=False),
+            neck_hidden_sizes=[16, 32, 64, 64], fusion_hidden_size=32, reassemble_hidden_size=64,
+            # the relative head's final ReLU zeroes random weights' depth map; the metric
+            # head's sigmoid does not
+            depth_estimation_type="metric", max_depth=20)),
+                              image(1, 3, 56, 56), False),
+        "hf_cvt": (lambda: t.CvtModel(t.CvtConfig()), image(1, 3, 64, 64), False),
+        "hf_timesformer": (lambda: t.TimesformerModel(t.TimesformerConfig(
+            image_size=32, patch_size=8, num_frames=4, **small)), image(1, 4, 3, 32, 32), False),
+        "hf_videomae": (lambda: t.VideoMAEModel(t.VideoMAEConfig(
+            image_size=32, patch_size=8, num_frames=4, tubelet_size=2, **small)),
+                        image(1, 4, 3, 32, 32), False),
+        "hf_vivit": (lambda: t.VivitModel(t.VivitConfig(
+            image_size=32, num_frames=4, tubelet_size=[2, 8, 8], **small)),
+                     image(1, 4, 3, 32, 32), False),
+        "hf_ijepa": (lambda: t.IJepaModel(t.IJepaConfig(image_size=64, patch_size=8, **small)),
+                     image(1, 3, 64, 64), False),
+        "hf_mobilenet_v1": (lambda: t.MobileNetV1Model(t.MobileNetV1Config(image_size=64)),
+                            image(1, 3, 64, 64), False),
+        "hf_wavlm": (lambda: t.WavLMModel(t.WavLMConfig(**small)), image(1, 8000), False),
+        "hf_sew": (lambda: t.SEWModel(t.SEWConfig(**small)), image(1, 8000), False),
+        "hf_data2vec_audio": (lambda: t.Data2VecAudioModel(t.Data2VecAudioConfig(**small)),
+                              image(1, 8000), False),
+        "hf_encodec": (lambda: t.EncodecModel(t.EncodecConfig(
+            num_filters=8, hidden_size=32, codebook_size=64, num_lstm_layers=1)),
+                       image(1, 1, 4000), False),
+        "hf_modernbert": (lambda: t.ModernBertModel(t.ModernBertConfig(
+            vocab_size=1000, pad_token_id=0, global_attn_every_n_layers=2, local_attention=8,
+            **small)), tokens, True),
+        "hf_roformer": (lambda: t.RoFormerModel(t.RoFormerConfig(vocab_size=1000, **small)),
+                        tokens, False),
+        "hf_ernie": (lambda: t.ErnieModel(t.ErnieConfig(vocab_size=1000, **small)), tokens,
+                     False),
+        "hf_deberta": (lambda: t.DebertaModel(t.DebertaConfig(vocab_size=1000, **small)),
+                       tokens, False),
+        "hf_layoutlm": (lambda: t.LayoutLMModel(t.LayoutLMConfig(vocab_size=1000, **small)),
+                        tokens, False),
+        "hf_esm": (lambda: t.EsmModel(t.EsmConfig(vocab_size=1000, pad_token_id=1,
+                                                  position_embedding_type="rotary", **small)),
+                   tokens, False),
+        "hf_megatron_bert": (lambda: t.MegatronBertModel(t.MegatronBertConfig(
+            vocab_size=1000, **small)), tokens, False),
+        "hf_olmo2": (lambda: t.Olmo2ForCausalLM(t.Olmo2Config(
+            vocab_size=1000, use_cache=False, **small)), tokens, True),
+        "hf_granite": (lambda: t.GraniteForCausalLM(t.GraniteConfig(
+            vocab_size=1000, use_cache=False, **small)), tokens, True),
+        "hf_cohere": (lambda: t.CohereForCausalLM(t.CohereConfig(
+            vocab_size=1000, use_cache=False, **small)), tokens, True),
+        "hf_starcoder2": (lambda: t.Starcoder2ForCausalLM(t.Starcoder2Config(
+            vocab_size=1000, use_cache=False, num_key_value_heads=2, **small)), tokens, True),
+        "hf_gptbigcode": (lambda: t.GPTBigCodeForCausalLM(t.GPTBigCodeConfig(
+            vocab_size=1000, use_cache=False, **small)), tokens, True),
+        "hf_codegen": (lambda: t.CodeGenForCausalLM(t.CodeGenConfig(
+            vocab_size=1000, use_cache=False, **small)), tokens, True),
+        "hf_gptneo": (lambda: t.GPTNeoForCausalLM(t.GPTNeoConfig(
+            vocab_size=1000, hidden_size=256, num_layers=2, num_heads=4, window_size=8,
+            attention_types=[[["global", "local"], 1]], use_cache=False)), tokens, True),
+        "hf_biogpt": (lambda: t.BioGptForCausalLM(t.BioGptConfig(
+            vocab_size=1000, use_cache=False, **small)), tokens, True),
+        "hf_qwen3": (lambda: t.Qwen3ForCausalLM(t.Qwen3Config(
+            vocab_size=1000, use_cache=False, num_key_value_heads=2, **small)), tokens, True),
+        "hf_gemma2": (lambda: t.Gemma2ForCausalLM(t.Gemma2Config(
+            vocab_size=1000, use_cache=False, sliding_window=8, **small)), tokens, True),
+        "hf_phi3": (lambda: t.Phi3ForCausalLM(t.Phi3Config(
+            vocab_size=1000, pad_token_id=0, use_cache=False, **small)), tokens, True),
+        "hf_mamba2": (lambda: t.Mamba2Model(t.Mamba2Config(
+            vocab_size=1000, hidden_size=256, num_hidden_layers=2, num_heads=8, head_dim=64,
+            n_groups=1, chunk_size=8, use_cache=False)), tokens, True),
+        "hf_recurrent_gemma": (lambda: t.RecurrentGemmaForCausalLM(t.RecurrentGemmaConfig(
+            vocab_size=1000, hidden_size=256, num_hidden_layers=3, num_attention_heads=4,
+            intermediate_size=512, lru_width=256, attention_window_size=8, use_cache=False)),
+                               tokens, True),
+        "wide_resnet50_2": (tv.wide_resnet50_2, image(1, 3, 224, 224), False),
+        "convnext_small": (tv.convnext_small, image(1, 3, 224, 224), False),
+        # torchvision's eval-mode MultiheadAttention fast path has no TorchScript export
+        "vit_b_32": (tv.vit_b_32, image(1, 3, 224, 224), True),
         "hf_lstm_tagger": (lambda: Recurrent("LSTM"), image(2, 12, 32), False),
         "hf_gru_tagger": (lambda: Recurrent("GRU"), image(2, 12, 32), False),
         "hf_rnn_tagger": (lambda: Recurrent("RNN"), image(2, 12, 32), False),
