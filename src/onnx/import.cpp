@@ -272,12 +272,7 @@ private:
                 inputs.push_back(nullptr);
                 continue;
             }
-            auto v = values_.find(name);
-            if (v == values_.end())
-                probe.fail("input '", name,
-                           "' is not defined (no initializer, graph input or earlier node "
-                           "output has that name)");
-            inputs.push_back(v->second);
+            inputs.push_back(defined_value(name, probe));
         }
 
         node_context ctx(node, index, opset, main(), std::move(inputs), &external_);
@@ -310,17 +305,12 @@ private:
         check_new_outputs(node, probe);
         if (node.input_size() != 1 || node.input(0).empty())
             probe.fail("expects 1 input (the condition), got ", node.input_size());
-        auto v = values_.find(node.input(0));
-        if (v == values_.end())
-            probe.fail("input '", node.input(0),
-                       "' is not defined (no initializer, graph input "
-                       "or earlier node output has that name)");
-        auto cond = constant_value(v->second);
+        auto cond = constant_value(defined_value(node.input(0), probe));
         if (!cond)
             probe.unsupported("the condition '", node.input(0),
-                              "' depends on the model's "
-                              "inputs (only conditions known at import, such as tests of "
-                              "shapes, are supported)");
+                              "' depends on the model's inputs "
+                              "(only conditions known at import, such as tests of shapes, are "
+                              "supported)");
         if (cond->get_shape().elements() != 1)
             probe.fail("the condition must hold one value, got ", to_string(cond->get_shape()));
         const bool taken = to_vector<double>(*cond).front() != 0;
@@ -360,6 +350,15 @@ private:
             values_[node.output(i)] = r->second;
             producers_[node.output(i)] = detail::concat("node '", probe.node_name(), "' (If)");
         }
+    }
+
+    instruction_ref defined_value(const std::string& name, const node_context& probe) const {
+        auto v = values_.find(name);
+        if (v == values_.end())
+            probe.fail("input '", name,
+                       "' is not defined (no initializer, graph input or earlier node output "
+                       "has that name)");
+        return v->second;
     }
 
     // Attribute lookup takes the first of a name; a second one would be ignored silently.
