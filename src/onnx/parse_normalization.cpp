@@ -137,22 +137,46 @@ outputs build_lrn(node_context& c) {
 
 // MeanVarianceNormalization: (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default batch
 // and spatial axes), the variance taken of the centred values.
+// x's mean over `axes` (kept, as 1s), x minus it, and the variance (the centred squares' mean).
+struct moments {
+    instruction_ref mean, centred, variance;
+};
+moments moments_of(node_context& c, instruction_ref x, std::vector<std::int64_t> axes) {
+    op::reduce mean;
+    mean.kind = op::reduce_kind::mean;
+    mean.axes = std::move(axes);
+    auto m = c.add(mean, {x});
+    auto centred = c.elementwise(K::sub, {x, c.broadcast_to(m, x->get_shape().lens())});
+    return {m, centred, c.add(mean, {c.elementwise(K::mul, {centred, centred})})};
+}
+
 outputs build_mean_variance_norm(node_context& c) {
     auto x = c.input(0);
     const auto& xs = x->get_shape();
-    op::reduce mean;
-    mean.kind = op::reduce_kind::mean;
-    mean.axes = c.normalize_axes(c.attr_ints("axes", {0, 2, 3}), xs.rank());
-    auto centred = c.elementwise(K::sub, {x, c.broadcast_to(c.add(mean, {x}), xs.lens())});
-    auto variance = c.add(mean, {c.elementwise(K::mul, {centred, centred})});
+    const auto m = moments_of(c, x, c.normalize_axes(c.attr_ints("axes", {0, 2, 3}), xs.rank()));
     auto deviation =
-        c.elementwise(K::add, {c.elementwise(K::sqrt, {variance}), c.scalar(xs.type(), 1e-9)});
-    return {c.elementwise(K::div, {centred, c.broadcast_to(deviation, xs.lens())})};
+        c.elementwise(K::add, {c.elementwise(K::sqrt, {m.variance}), c.scalar(xs.type(), 1e-9)});
+    return {c.elementwise(K::div, {m.centred, c.broadcast_to(deviation, xs.lens())})};
+}
+
+// LayerNormalization's Mean and InvStdDev (what training exports keep): the statistics over
+// the normalised axes, kept as 1s, computed and given in stash_type (f32 by default).
+outputs layer_norm_statistics(node_context& c, instruction_ref x, std::size_t axis, float epsilon) {
+    const auto stash = c.attr_int("stash_type", 1);
+    const auto type = to_dtype(int(stash));
+    if (!type || !is_floating(*type))
+        c.fail("stash_type ", stash, " (", onnx_type_name(int(stash)),
+               ") is not a floating-point type");
+    std::vector<std::int64_t> axes;
+    for (std::size_t a = axis; a < x->get_shape().rank(); ++a)
+        axes.push_back(std::int64_t(a));
+    const auto m = moments_of(c, c.convert(x, *type), axes);
+    auto deviation = c.elementwise(
+        K::sqrt, {c.elementwise(K::add, {m.variance, c.scalar(*type, double(epsilon))})});
+    return {m.mean, c.elementwise(K::reciprocal, {deviation})};
 }
 
 outputs build_layer_norm(node_context& c) {
-    if (c.output_requested(1) || c.output_requested(2))
-        c.unsupported("only output 0 (Y) is supported, not Mean or InvStdDev");
     auto x = c.input(0);
     auto axis = c.normalize_axis(c.attr_int("axis", -1), x->get_shape().rank());
     // ONNX gives X, Scale and B one type (the op itself also takes f32 parameters for 16-bit X).
@@ -162,7 +186,13 @@ outputs build_layer_norm(node_context& c) {
                    to_string(x->get_shape().type()));
     std::vector<instruction_ref> inputs{x, c.input(1)};
     if (c.has_input(2)) inputs.push_back(c.input(2));
-    return {c.add(op::layer_norm{axis, c.attr_float("epsilon", 1e-5f)}, inputs)};
+    const float epsilon = c.attr_float("epsilon", 1e-5f);
+    outputs y = {c.add(op::layer_norm{axis, epsilon}, inputs)};
+    if (c.output_requested(1) || c.output_requested(2)) {
+        auto statistics = layer_norm_statistics(c, x, std::size_t(axis), epsilon);
+        y.insert(y.end(), statistics.begin(), statistics.end());
+    }
+    return y;
 }
 
 // x * scale + bias, scale and bias holding one value per index of axis 1 of x (of rank `rank`).
