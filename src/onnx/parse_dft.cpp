@@ -59,10 +59,10 @@ outputs build_dft(node_context& c) {
     // Opset 20 moved the axis from an attribute (default 1) to input 2 (default -2).
     std::int64_t axis = c.attr_int("axis", 1);
     if (c.opset() >= 20) axis = c.has_input(2) ? c.constant_int(2, "axis") : -2;
-    if (axis < -std::int64_t(rank) || axis >= std::int64_t(rank) - 1 || axis == -1)
+    const auto a = std::size_t(c.normalize_axis(axis, rank));
+    if (a == rank - 1)
         c.fail("axis ", axis, " must name a signal axis of ", to_string(xs),
                ", not the last (real/imaginary) one");
-    const auto a = std::size_t(axis < 0 ? axis + std::int64_t(rank) : axis);
     const std::size_t n = xs.lens()[a], parts = xs.lens()[rank - 1];
     const bool inverse = c.attr_int("inverse", 0) != 0;
     const bool onesided = c.attr_int("onesided", 0) != 0;

@@ -135,8 +135,6 @@ outputs build_lrn(node_context& c) {
     return {narrow ? c.convert(y, type) : y};
 }
 
-// MeanVarianceNormalization: (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default batch
-// and spatial axes), the variance taken of the centred values.
 // x's mean over `axes` (kept, as 1s), x minus it, and the variance (the centred squares' mean).
 struct moments {
     instruction_ref mean, centred, variance;
@@ -150,6 +148,8 @@ moments moments_of(node_context& c, instruction_ref x, std::vector<std::int64_t>
     return {m, centred, c.add(mean, {c.elementwise(K::mul, {centred, centred})})};
 }
 
+// MeanVarianceNormalization: (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default batch
+// and spatial axes), the variance taken of the centred values.
 outputs build_mean_variance_norm(node_context& c) {
     auto x = c.input(0);
     const auto& xs = x->get_shape();
