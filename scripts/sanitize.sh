@@ -42,7 +42,7 @@ do_build() {
   # Without the Python extension: an instrumented module cannot load into an uninstrumented
   # interpreter (the ASan runtime must come first); scripts/test.sh tests it.
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCONFLUX_FUZZ=ON -DCONFLUX_PYTHON=OFF \
-    -DCMAKE_UNITY_BUILD=ON
+    -DCMAKE_UNITY_BUILD=ON -DCONFLUX_TEST_KERNEL_CACHE="$root/build/kernel-cache"
   # What the tests and fuzzing below run; not the GPU tests (no device in CI) nor the benchmarks.
   cmake --build "$build" -j "$jobs" --target conflux_tool unit_tests property_tests \
     onnx_conformance conformance_compare_test npy_compare \
