@@ -230,11 +230,33 @@ private:
             return detail::concat("'", type, "' (", u.nodes, " nodes, the first '", u.first_node,
                                   "', ", where, ")");
         };
-        if (order.size() == 1) throw node_error("unsupported operator " + describe(order[0]));
+        // Ops Conflux will not take, with what the user can do instead: a one-line reason
+        // saves the search for why (detectors' exports end in NonZero and NonMaxSuppression).
+        std::string value_shaped;
+        for (const auto& key : order) {
+            const std::string type = key.substr(key.find('\n') + 1);
+            const std::string& domain = found.at(key).domain;
+            if ((domain.empty() || domain == "ai.onnx") && value_shaped_ops().contains(type))
+                value_shaped += (value_shaped.empty() ? "'" : ", '") + type + "'";
+        }
+        const std::string why =
+            value_shaped.empty()
+                ? ""
+                : "; " + value_shaped +
+                      ": output shapes that depend on the input's values, and Conflux compiles "
+                      "fixed shapes: export the model without the step that needs them (a "
+                      "detector's box selection, say) and run that step after it";
+        if (order.size() == 1) throw node_error("unsupported operator " + describe(order[0]) + why);
         std::string list;
         for (const auto& key : order)
             list += (list.empty() ? "" : ", ") + describe(key);
-        throw node_error("unsupported operators: " + list);
+        throw node_error("unsupported operators: " + list + why);
+    }
+
+    static const std::set<std::string>& value_shaped_ops() {
+        static const std::set<std::string> ops = {"NonZero", "NonMaxSuppression", "Compress",
+                                                  "Unique"};
+        return ops;
     }
 
     static bool is_default_domain(const ::onnx::NodeProto& node) {

@@ -93,6 +93,19 @@ TEST(onnx_import, every_unsupported_op_is_listed_at_once_with_its_count_and_firs
                                "'', opset 17), 'Bar' (node 'b1', domain '', opset 17)");
 }
 
+TEST(onnx_import, ops_with_value_dependent_shapes_say_why_and_what_to_do) {
+    model_builder b(17);
+    b.input("x", TensorProto::FLOAT, {4});
+    b.node("NonZero", {"x"}, {"i"}, "nz");
+    b.node("Foo", {"i"}, {"y"}, "f");
+    b.output("y");
+    EXPECT_EQ(import_error(b),
+              "unsupported operators: 'NonZero' (node 'nz', domain '', opset 17), 'Foo' (node "
+              "'f', domain '', opset 17); 'NonZero': output shapes that depend on the input's "
+              "values, and Conflux compiles fixed shapes: export the model without the step "
+              "that needs them (a detector's box selection, say) and run that step after it");
+}
+
 TEST(onnx_import, non_default_domain_is_unsupported) {
     model_builder b(17);
     auto* o = b.model.add_opset_import();
