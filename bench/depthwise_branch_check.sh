@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call that decides whether a depthwise kernel change lands: the A/B of several
 # conflux binaries on the depthwise layers (bench/depthwise_configs_ab.sh, round 1 of all, then
-# round 2 when time is left), the generator harness's depthwise cases and
+# round 2 when time is left), the sigmoid A/B of bench/sigmoid_ab.sh, the generator harness's depthwise cases and
 # the zoo's models (cuda vs onnxruntime) with the pack's binaries, and the repo models plus the
 # ONNX tests of the importer's newer ops on the CUDA target. Here: `scripts/gpu_suite.sh pack`
 # on the branch to land, the other binaries (stripped) under .gpu/ab/NAME/conflux, packed as
@@ -10,8 +10,7 @@
 #                                             binary is timed last)
 # About 9 minutes with two binaries (the harness alone compiles for about 6: 19 cases of 70-145
 # configs each; each binary's A/B round is about 45 s). Logs under $OUT: device.txt, ab.txt,
-# dw_harness.txt, zoo_conformance.txt,
-# new_ops_cuda.txt.
+# sigmoid_ab.txt, dw_harness.txt, zoo_conformance.txt, new_ops_cuda.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 . bench/device_env.sh
@@ -30,6 +29,10 @@ round() { # bench/depthwise_configs_ab.sh's layers and configs, one round of eve
     echo "ab round $1 done after $((SECONDS - start)) s" | tee -a "$F/ab.txt"
 }
 round 1
+# The binaries' sigmoid in 16-bit epilogues (bench/sigmoid_ab.sh: EfficientNet's expand
+# convolutions with SiLU, one fixed config), about 40 s.
+timeout 90 bench/sigmoid_ab.sh "${bins[@]}" >"$F/sigmoid_ab.txt" 2>&1
+echo "sigmoid A/B rc=$? after $((SECONDS - start)) s" | tee -a "$F/sigmoid_ab.txt"
 timeout -s KILL 420 .gpu/bin/gpu_gemm_kernel_test check depthwise >"$F/dw_harness.txt" 2>&1
 echo "harness rc=$? after $((SECONDS - start)) s" | tee -a "$F/dw_harness.txt"
 grep -E "FAIL|gemm configs" "$F/dw_harness.txt" | tail -5
@@ -44,5 +47,5 @@ timeout -s KILL 120 .gpu/bin/onnx_conformance --target cuda tests/models/data $n
     >"$F/new_ops_cuda.txt" 2>&1
 echo "repo models + newer ops, cuda: rc=$? after $((SECONDS - start)) s" | tee -a "$F/new_ops_cuda.txt"
 tail -4 "$F/new_ops_cuda.txt"
-[ $((SECONDS - start)) -lt 400 ] && round 2
+[ $((SECONDS - start)) -lt 440 ] && round 2
 cat "$F/ab.txt"
