@@ -57,6 +57,12 @@ def models():
     tokens = lambda: torch.randint(0, 1000, (2, 16))
     small = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
                  intermediate_size=512)
+    # A small mixture-of-experts decoder, its experts as transformers' batched_mm (every
+    # expert's product over every token, weighted by the router): the default grouped_mm is a
+    # custom op that neither ONNX exporter translates.
+    moe = lambda name, **config: (lambda: getattr(t, name + "ForCausalLM")(getattr(
+        t, name + "Config")(vocab_size=1000, use_cache=False, experts_implementation="batched_mm",
+                            **config, **small)), tokens, True)
     timm_model = lambda name: (lambda: timm.create_model(name, pretrained=False),
                                image(1, *timm.create_model(name, pretrained=False)
                                      .default_cfg["input_size"]), False)
@@ -398,29 +404,18 @@ def models():
             encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=512,
             decoder_ffn_dim=512, pad_token_id=0, decoder_start_token_id=0,
             use_cache=False)).get_encoder(), tokens, False),
-        # the eighth batch (2026-12-08): decoders, mixtures of experts among them. Their experts
-        # as transformers' batched_mm (every expert's product over every token, weighted by the
-        # router): the default grouped_mm is a custom op neither ONNX exporter translates.
-        "hf_mixtral": (lambda: t.MixtralForCausalLM(t.MixtralConfig(
-            vocab_size=1000, use_cache=False, experts_implementation="batched_mm",
-            num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, **small)),
-                       tokens, True),
-        "hf_olmoe": (lambda: t.OlmoeForCausalLM(t.OlmoeConfig(
-            vocab_size=1000, use_cache=False, experts_implementation="batched_mm",
-            num_experts=4, num_experts_per_tok=2, **small)), tokens, True),
+        # the eighth batch (2026-12-08): decoders, mixtures of experts among them
+        "hf_mixtral": moe("Mixtral", num_key_value_heads=2, num_local_experts=4,
+                          num_experts_per_tok=2),
+        "hf_olmoe": moe("Olmoe", num_experts=4, num_experts_per_tok=2),
         # (Qwen2-MoE, tried 2026-12-08: torch.export fails inside transformers.)
-        "hf_qwen3_moe": (lambda: t.Qwen3MoeForCausalLM(t.Qwen3MoeConfig(
-            vocab_size=1000, use_cache=False, experts_implementation="batched_mm",
-            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=128, **small)),
-                         tokens, True),
-        "hf_granitemoe": (lambda: t.GraniteMoeForCausalLM(t.GraniteMoeConfig(
-            vocab_size=1000, use_cache=False, experts_implementation="batched_mm",
-            num_local_experts=4, num_experts_per_tok=2, **small)), tokens, True),
-        "hf_deepseek_v3": (lambda: t.DeepseekV3ForCausalLM(t.DeepseekV3Config(
-            vocab_size=1000, use_cache=False, experts_implementation="batched_mm",
-            n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1,
-            moe_intermediate_size=128, first_k_dense_replace=1, q_lora_rank=64, kv_lora_rank=32,
-            qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32, **small)), tokens, True),
+        "hf_qwen3_moe": moe("Qwen3Moe", num_experts=4, num_experts_per_tok=2,
+                            moe_intermediate_size=128),
+        "hf_granitemoe": moe("GraniteMoe", num_local_experts=4, num_experts_per_tok=2),
+        "hf_deepseek_v3": moe("DeepseekV3", n_routed_experts=4, num_experts_per_tok=2, n_group=1,
+                              topk_group=1, moe_intermediate_size=128, first_k_dense_replace=1,
+                              q_lora_rank=64, kv_lora_rank=32, qk_rope_head_dim=16,
+                              qk_nope_head_dim=32, v_head_dim=32),
         "hf_persimmon": (lambda: t.PersimmonForCausalLM(t.PersimmonConfig(
             vocab_size=1000, use_cache=False, **small)), tokens, True),
         "hf_glm": (lambda: t.GlmForCausalLM(t.GlmConfig(
