@@ -2,10 +2,10 @@
 # One device call that decides whether a depthwise kernel change lands: the A/B of several
 # conflux binaries on the depthwise layers (bench/depthwise_configs_ab.sh, round 1 of all, then
 # round 2 when time is left), the sigmoid A/B of bench/sigmoid_ab.sh, the generator harness's
-# depthwise cases and the zoo's models (cuda vs onnxruntime) with the pack's binaries, and the repo models plus the
-# ONNX tests of the importer's newer ops on the CUDA target. Here: `scripts/gpu_suite.sh pack`
-# on the branch to land, the other binaries (stripped) under .gpu/ab/NAME/conflux, packed as
-# .gpu/ab.txz; then run it with carry [".gpu"]:
+# depthwise cases and the zoo's models (cuda vs onnxruntime) with the pack's binaries, and the
+# repo models plus the ONNX tests of the importer's newer ops on the CUDA target. Here:
+# `scripts/gpu_suite.sh pack` on the branch to land, the other binaries (stripped) under
+# .gpu/ab/NAME/conflux, packed as .gpu/ab.txz; then run it with carry [".gpu"]:
 #   bench/depthwise_branch_check.sh NAME...   (the .gpu/ab names in A/B order; the pack's
 #                                             binary is timed last)
 # About 9 minutes with two binaries (the harness alone compiles for about 6: 19 cases of 70-145

@@ -9,7 +9,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 dir=${SIGMOID_AB_DIR:-/tmp/conflux-sigmoid-ab}
-python3 bench/expand_conv_models.py "$dir" >/dev/null || { echo "sigmoid_ab: could not write the models" >&2; exit 2; }
+if ! python3 bench/expand_conv_models.py "$dir" >/dev/null; then
+    echo "sigmoid_ab: could not write the models into $dir" >&2
+    exit 2
+fi
 config=${SIGMOID_AB_CONFIG:-64x32x32_w2x1_s3_k1}
 for round in 1 2; do
     for bin in "$@"; do

@@ -63,6 +63,9 @@ def models():
     moe = lambda name, **config: (lambda: getattr(t, name + "ForCausalLM")(getattr(
         t, name + "Config")(vocab_size=1000, use_cache=False, experts_implementation="batched_mm",
                             **config, **small)), tokens, True)
+    # torchvision's segmentation and detection models, their backbones not downloaded either.
+    task_model = lambda build, size: (lambda: build(weights_backbone=None),
+                                      image(1, 3, size, size), False)
     timm_model = lambda name: (lambda: timm.create_model(name, pretrained=False),
                                image(1, *timm.create_model(name, pretrained=False)
                                      .default_cfg["input_size"]), False)
@@ -76,8 +79,7 @@ def models():
         "swin_v2_t": (tv.swin_v2_t, image(1, 3, 256, 256), False),
         "r3d_18": (tv.video.r3d_18, image(1, 3, 8, 112, 112), False),
         "swin3d_t": (tv.video.swin3d_t, image(1, 3, 8, 64, 64), False),
-        "fcn_resnet50": (lambda: tv.segmentation.fcn_resnet50(weights_backbone=None),
-                         image(1, 3, 224, 224), False),
+        "fcn_resnet50": task_model(tv.segmentation.fcn_resnet50, 224),
         "mvit_v2_s": (tv.video.mvit_v2_s, image(1, 3, 16, 224, 224), False),
         "mvit_v2_s_dynamo": (tv.video.mvit_v2_s, image(1, 3, 16, 224, 224), True),
         # the second batch (2026-12-07)
@@ -86,12 +88,9 @@ def models():
         "mnasnet1_0": (tv.mnasnet1_0, image(1, 3, 224, 224), False),
         "regnet_x_400mf": (tv.regnet_x_400mf, image(1, 3, 224, 224), False),
         "alexnet": (tv.alexnet, image(1, 3, 224, 224), False),
-        "lraspp_mobilenet_v3_large": (
-            lambda: tv.segmentation.lraspp_mobilenet_v3_large(weights_backbone=None),
-            image(1, 3, 224, 224), False),
-        "deeplabv3_mobilenet_v3_large": (
-            lambda: tv.segmentation.deeplabv3_mobilenet_v3_large(weights_backbone=None),
-            image(1, 3, 224, 224), False),
+        "lraspp_mobilenet_v3_large": task_model(tv.segmentation.lraspp_mobilenet_v3_large, 224),
+        "deeplabv3_mobilenet_v3_large": task_model(
+            tv.segmentation.deeplabv3_mobilenet_v3_large, 224),
         "mc3_18": (tv.video.mc3_18, image(1, 3, 8, 112, 112), False),
         # timm
         **{n: timm_model(n) for n in (
@@ -373,14 +372,11 @@ def models():
         "s3d": (tv.video.s3d, image(1, 3, 16, 224, 224), False),
         "efficientnet_b3": (tv.efficientnet_b3, image(1, 3, 300, 300), False),
         "regnet_y_1_6gf": (tv.regnet_y_1_6gf, image(1, 3, 224, 224), False),
-        "deeplabv3_resnet50": (lambda: tv.segmentation.deeplabv3_resnet50(weights_backbone=None),
-                               image(1, 3, 224, 224), False),
-        "ssdlite320_mobilenet_v3_large": (
-            lambda: tv.detection.ssdlite320_mobilenet_v3_large(weights_backbone=None),
-            image(1, 3, 320, 320), False),
-        "fasterrcnn_mobilenet_v3_large_320_fpn": (
-            lambda: tv.detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights_backbone=None),
-            image(1, 3, 320, 320), False),
+        "deeplabv3_resnet50": task_model(tv.segmentation.deeplabv3_resnet50, 224),
+        "ssdlite320_mobilenet_v3_large": task_model(
+            tv.detection.ssdlite320_mobilenet_v3_large, 320),
+        "fasterrcnn_mobilenet_v3_large_320_fpn": task_model(
+            tv.detection.fasterrcnn_mobilenet_v3_large_320_fpn, 320),
         # (RT-DETR, tried 2026-12-08, is left out: with random weights its encoder's scores are
         # equal within an ulp, so its top-50 query choice, and so its output, follows rounding.)
         "hf_table_transformer": (lambda: t.TableTransformerForObjectDetection(

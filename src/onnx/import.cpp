@@ -198,9 +198,11 @@ private:
     void check_supported_ops() { check_supported_ops(graph_); }
     void check_supported_ops(const ::onnx::GraphProto& graph) {
         struct unsupported {
-            std::string first_node, domain;
+            std::string type, first_node, domain;
             std::int64_t opset = 0;
             std::size_t nodes = 0;
+            // Refused for a reason the message gives (value_shaped_ops).
+            bool value_shaped = false;
         };
         std::vector<std::string> order;
         std::map<std::string, unsupported> found; // by domain and op type
@@ -215,30 +217,30 @@ private:
                 order.push_back(key);
                 const std::int64_t opset =
                     default_domain ? opset_ : domain_opset(model_, node.domain(), opset_);
-                it->second = {node_context(node, std::size_t(i), opset, main(), {}).node_name(),
-                              node.domain(), opset, 0};
+                it->second = {node.op_type(),
+                              node_context(node, std::size_t(i), opset, main(), {}).node_name(),
+                              node.domain(),
+                              opset,
+                              0,
+                              default_domain && value_shaped_ops().contains(node.op_type())};
             }
             ++it->second.nodes;
         }
         if (order.empty()) return;
         auto describe = [&](const std::string& key) {
             const unsupported& u = found.at(key);
-            const std::string type = key.substr(key.find('\n') + 1);
             const std::string where = detail::concat("domain '", u.domain, "', opset ", u.opset);
             if (u.nodes == 1)
-                return detail::concat("'", type, "' (node '", u.first_node, "', ", where, ")");
-            return detail::concat("'", type, "' (", u.nodes, " nodes, the first '", u.first_node,
+                return detail::concat("'", u.type, "' (node '", u.first_node, "', ", where, ")");
+            return detail::concat("'", u.type, "' (", u.nodes, " nodes, the first '", u.first_node,
                                   "', ", where, ")");
         };
         // Ops Conflux will not take, with what the user can do instead: a one-line reason
         // saves the search for why (detectors' exports end in NonZero and NonMaxSuppression).
         std::string value_shaped;
-        for (const auto& key : order) {
-            const std::string type = key.substr(key.find('\n') + 1);
-            const std::string& domain = found.at(key).domain;
-            if ((domain.empty() || domain == "ai.onnx") && value_shaped_ops().contains(type))
-                value_shaped += (value_shaped.empty() ? "'" : ", '") + type + "'";
-        }
+        for (const auto& key : order)
+            if (const unsupported& u = found.at(key); u.value_shaped)
+                value_shaped += (value_shaped.empty() ? "'" : ", '") + u.type + "'";
         const std::string why =
             value_shaped.empty()
                 ? ""
